@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The fgk CLI: shared option handling and the command table. */
+#ifndef FGK_CLI_H
+#define FGK_CLI_H
+
+#include <getopt.h>
+#include <fgk/fgk.h>
+
+struct cli_cmd {
+	const char *name;
+	const char *summary;
+	const char *help;	/* full usage text (also docs/fgk-<name>.1.md) */
+	int (*run)(int argc, char **argv);
+};
+
+extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed;
+
+/* Print "fgk: <file>: <problem>" to stderr, free err, return exit status 1. */
+int cli_fail(struct fgk_error *err);
+/* printf-style one-line error; returns 1 (or 2 for usage errors). */
+int cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+int cli_help(const struct cli_cmd *cmd);
+
+/* Hex number, "0x" optional (kernel addresses are written in hex). */
+bool cli_parse_hex(const char *s, uint64_t *ret);
+
+/* Options shared by the commands that read a vmlinux. */
+struct cli_target {
+	const char *vmlinux;
+	const char *seed_text;
+	const char *seed_file;
+	const char *offset_text;
+	/* results */
+	struct fgk_vmlinux *vm;
+	struct fgk_seed seed;
+	struct fgk_seed_record rec;
+	bool have_offset;
+	uint64_t offset;
+};
+
+enum {
+	OPT_SEED = 0x100,
+	OPT_SEED_FILE,
+	OPT_OFFSET,
+	OPT_HELP,
+};
+#define CLI_TARGET_OPTIONS \
+	{ "seed", required_argument, NULL, OPT_SEED }, \
+	{ "seed-file", required_argument, NULL, OPT_SEED_FILE }, \
+	{ "help", no_argument, NULL, 'h' }
+
+/* Handle a shared option; returns true if it was one. */
+bool cli_target_option(struct cli_target *t, int opt, const char *arg);
+/* Open vmlinux, resolve seed (and offset), check the record's build-id. */
+int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t);
+void cli_target_close(struct cli_target *t);
+/* Flush stdout; report a write error.  Returns exit status. */
+int cli_finish_stdout(int status);
+
+#endif

@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Shared CLI helpers: errors, numbers, --seed/--seed-file/--offset. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cli_fail(struct fgk_error *err)
+{
+	char buf[2048];
+
+	fprintf(stderr, "fgk: %s\n", fgk_error_string(err, buf, sizeof(buf)));
+	fgk_error_free(err);
+	return 1;
+}
+
+int cli_errorf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fgk: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fgk %s: ", cmd->name);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'fgk help %s')\n", cmd->name);
+	return 2;
+}
+
+int cli_help(const struct cli_cmd *cmd)
+{
+	fputs(cmd->help, stdout);
+	return cli_finish_stdout(0);
+}
+
+bool cli_parse_hex(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	size_t digits = 0;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	for (; *s; s++, digits++) {
+		int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = *s - '0';
+		else if (*s >= 'a' && *s <= 'f')
+			d = *s - 'a' + 10;
+		else if (*s >= 'A' && *s <= 'F')
+			d = *s - 'A' + 10;
+		else
+			return false;
+		if (v >> 60)
+			return false;	/* more than 64 bits */
+		v = v << 4 | (uint64_t)d;
+	}
+	if (!digits)
+		return false;
+	*ret = v;
+	return true;
+}
+
+bool cli_target_option(struct cli_target *t, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_SEED:
+		t->seed_text = arg;
+		return true;
+	case OPT_SEED_FILE:
+		t->seed_file = arg;
+		return true;
+	case OPT_OFFSET:
+		t->offset_text = arg;
+		return true;
+	}
+	return false;
+}
+
+int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)
+{
+	struct fgk_error *err;
+
+	if (!t->vmlinux)
+		return cli_usage_error(cmd, "missing VMLINUX");
+	if (!t->seed_text && !t->seed_file)
+		return cli_usage_error(cmd, "missing --seed SEED or --seed-file RECORD");
+	if (t->seed_text && t->seed_file)
+		return cli_usage_error(cmd, "give --seed or --seed-file, not both");
+	if (t->offset_text) {
+		if (!cli_parse_hex(t->offset_text, &t->offset))
+			return cli_errorf("--offset '%s': not a hex number (e.g. 0x1a000000)",
+					  t->offset_text);
+		t->have_offset = true;
+	}
+	if (t->seed_text) {
+		err = fgk_seed_parse(t->seed_text, &t->seed);
+		if (err)
+			return cli_fail(err);
+	} else {
+		err = fgk_seed_record_read(t->seed_file, &t->rec);
+		if (err)
+			return cli_fail(err);
+		t->seed = t->rec.seed;
+		if (!t->have_offset && t->rec.has_offset) {
+			t->offset = t->rec.offset;
+			t->have_offset = true;
+		}
+	}
+	err = fgk_vmlinux_open(t->vmlinux, &t->vm);
+	if (err)
+		return cli_fail(err);
+	if (t->seed_file) {
+		err = fgk_seed_record_check(&t->rec, t->seed_file, t->vm);
+		if (err)
+			return cli_fail(err);
+	}
+	return 0;
+}
+
+void cli_target_close(struct cli_target *t)
+{
+	fgk_vmlinux_close(t->vm);
+	t->vm = NULL;
+	fgk_seed_record_clear(&t->rec);
+}
+
+int cli_finish_stdout(int status)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		int e = errno;
+
+		fprintf(stderr, "fgk: stdout: write error: %s\n",
+			strerror(e ? e : EIO));
+		return 1;
+	}
+	return status;
+}

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: GPL-2.0
+/* fgk: the command table (bpftool style: one do_<cmd> per file). */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_cmd *const commands[] = {
+	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed,
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cli_cmd *find(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i]->name, name))
+			return commands[i];
+	return NULL;
+}
+
+static int usage(FILE *f)
+{
+	fputs("usage: fgk COMMAND [ARGS...]\n"
+	      "\n"
+	      "Recompute the function-granular KASLR layout of a vmlinux from its seed\n"
+	      "(docs/layout-spec.md) and translate between link-time and runtime views.\n"
+	      "\n"
+	      "commands:\n", f);
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
+	fputs("  help     show this text, or 'fgk help COMMAND'\n"
+	      "\n"
+	      "Every command accepts --help.  Man pages: docs/fgk.1.md, docs/fgk-COMMAND.1.md.\n",
+	      f);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const struct cli_cmd *cmd;
+
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-h")) {
+		if (argc > 2) {
+			cmd = find(argv[2]);
+			if (!cmd)
+				return cli_errorf("help: unknown command '%s' (see 'fgk help')",
+						  argv[2]);
+			return cli_help(cmd);
+		}
+		usage(stdout);
+		return cli_finish_stdout(0);
+	}
+	if (!strcmp(argv[1], "--version")) {
+		puts("fgk (layout spec version 1)");
+		return cli_finish_stdout(0);
+	}
+	cmd = find(argv[1]);
+	if (!cmd) {
+		cli_errorf("unknown command '%s' (see 'fgk help')", argv[1]);
+		return 2;
+	}
+	return cmd->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0
+/* fgk seed: parse, generate, record and show seeds. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+"usage: fgk seed parse [TEXT]\n"
+"       fgk seed random\n"
+"       fgk seed record (--seed SEED | --seed-file RECORD) --vmlinux VMLINUX\n"
+"                       [--offset BASE] [--note NOTE] [-o FILE]\n"
+"       fgk seed show FILE [--vmlinux VMLINUX]\n"
+"\n"
+"parse   check seed text and print it canonically (64 lowercase hex digits).\n"
+"        Accepts the /proc/fgkaslr_seed text, 'fgkaslr_seed=<64 hex>', or the\n"
+"        digits; reads stdin when TEXT is absent.\n"
+"random  print a fresh random seed (getrandom).\n"
+"record  write a seed record (docs/seed-records.md) with the build-id and\n"
+"        release of VMLINUX; -o FILE is written atomically, default stdout.\n"
+"show    print a record in canonical form; with --vmlinux, refuse it if its\n"
+"        build-id differs from VMLINUX's.\n";
+
+static int do_parse(int argc, char **argv)
+{
+	struct fgk_seed seed;
+	struct fgk_error *err;
+	char hex[FGK_SEED_HEX_LEN + 1];
+	char buf[4096];
+
+	if (argc > 2)
+		return cli_usage_error(&cmd_seed, "parse takes one TEXT");
+	if (argc == 2) {
+		err = fgk_seed_parse(argv[1], &seed);
+	} else {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, stdin);
+
+		buf[n] = '\0';
+		if (strlen(buf) != n)
+			return cli_errorf("stdin: seed: binary data");
+		err = fgk_seed_parse(buf, &seed);
+	}
+	if (err)
+		return cli_fail(err);
+	fgk_seed_format(&seed, hex);
+	puts(hex);
+	return cli_finish_stdout(0);
+}
+
+static int do_random(int argc, char **argv)
+{
+	struct fgk_seed seed;
+	struct fgk_error *err;
+	char hex[FGK_SEED_HEX_LEN + 1];
+
+	(void)argv;
+	if (argc > 1)
+		return cli_usage_error(&cmd_seed, "random takes no arguments");
+	err = fgk_seed_random(&seed);
+	if (err)
+		return cli_fail(err);
+	fgk_seed_format(&seed, hex);
+	puts(hex);
+	return cli_finish_stdout(0);
+}
+
+enum { OPT_VMLINUX = 0x200, OPT_NOTE };
+
+static int do_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_TARGET_OPTIONS,
+		{ "offset", required_argument, NULL, OPT_OFFSET },
+		{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+		{ "note", required_argument, NULL, OPT_NOTE },
+		{ "output", required_argument, NULL, 'o' },
+		{ 0 },
+	};
+	struct cli_target t = { 0 };
+	struct fgk_seed_record rec = { 0 };
+	const char *note = NULL, *output = NULL;
+	struct fgk_error *err;
+	int opt, rc;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		if (cli_target_option(&t, opt, optarg))
+			continue;
+		switch (opt) {
+		case 'h':
+			return cli_help(&cmd_seed);
+		case OPT_VMLINUX:
+			t.vmlinux = optarg;
+			break;
+		case OPT_NOTE:
+			note = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		default:
+			return cli_usage_error(&cmd_seed, "bad option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(&cmd_seed, "unexpected argument '%s'", argv[optind]);
+	if (!t.vmlinux)
+		return cli_usage_error(&cmd_seed, "record needs --vmlinux VMLINUX");
+	rc = cli_target_open(&cmd_seed, &t);
+	if (rc)
+		goto out;
+	rec.seed = t.seed;
+	rec.build_id = (char *)fgk_vmlinux_build_id(t.vm);
+	rec.release = (char *)fgk_vmlinux_release(t.vm);
+	rec.has_offset = t.have_offset;
+	rec.offset = t.offset;
+	rec.note = (char *)(note ? note : t.rec.note);
+	if (!rec.build_id)
+		fprintf(stderr, "fgk: %s: warning: no GNU build-id note; the record cannot be checked against it\n",
+			t.vmlinux);
+	if (output) {
+		err = fgk_seed_record_write(&rec, output);
+		rc = err ? cli_fail(err) : 0;
+	} else {
+		char *text;
+
+		err = fgk_seed_record_format(&rec, &text);
+		if (err) {
+			rc = cli_fail(err);
+		} else {
+			fputs(text, stdout);
+			free(text);
+			rc = cli_finish_stdout(0);
+		}
+	}
+out:
+	cli_target_close(&t);
+	return rc;
+}
+
+static int do_show(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *vmlinux = NULL, *path;
+	struct fgk_seed_record rec;
+	struct fgk_error *err;
+	char *text;
+	int opt;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (opt == 'h')
+			return cli_help(&cmd_seed);
+		if (opt == OPT_VMLINUX)
+			vmlinux = optarg;
+		else
+			return cli_usage_error(&cmd_seed, "bad option");
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error(&cmd_seed, "show needs exactly one FILE");
+	path = argv[optind];
+	err = fgk_seed_record_read(path, &rec);
+	if (err)
+		return cli_fail(err);
+	if (vmlinux) {
+		struct fgk_vmlinux *vm;
+
+		err = fgk_vmlinux_open(vmlinux, &vm);
+		if (!err) {
+			err = fgk_seed_record_check(&rec, path, vm);
+			fgk_vmlinux_close(vm);
+		}
+		if (err) {
+			fgk_seed_record_clear(&rec);
+			return cli_fail(err);
+		}
+	}
+	err = fgk_seed_record_format(&rec, &text);
+	fgk_seed_record_clear(&rec);
+	if (err)
+		return cli_fail(err);
+	fputs(text, stdout);
+	free(text);
+	return cli_finish_stdout(0);
+}
+
+static int run(int argc, char **argv)
+{
+	if (argc < 2)
+		return cli_usage_error(&cmd_seed, "missing subcommand (parse, random, record, show)");
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return cli_help(&cmd_seed);
+	if (!strcmp(argv[1], "parse"))
+		return do_parse(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "random"))
+		return do_random(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "record"))
+		return do_record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "show"))
+		return do_show(argc - 1, argv + 1);
+	return cli_usage_error(&cmd_seed, "unknown subcommand '%s'", argv[1]);
+}
+
+const struct cli_cmd cmd_seed = {
+	.name = "seed",
+	.summary = "parse, generate, record and show FG-KASLR seeds",
+	.help = help,
+	.run = run,
+};

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Opening a vmlinux: ELF validation, section headers, symbols, notes. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "vmlinux.h"
+
+static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
+{
+	size_t shstrndx;
+	const char *p = vm->path;
+
+	if (elf_getshdrnum(vm->elf, &vm->shnum) != 0)
+		return fgk_error_libelf(p, "cannot read the section count");
+	if (vm->shnum == 0)
+		return fgk_error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
+	if (vm->ehdr.e_shoff > vm->image_size ||
+	    (uint64_t)vm->shnum * vm->ehdr.e_shentsize >
+	    vm->image_size - vm->ehdr.e_shoff)
+		return fgk_error_new(FGK_ERR_ELF, p,
+				     "truncated or corrupt ELF: section headers (%zu at offset %llu) extend beyond the end of the file (%zu bytes)",
+				     vm->shnum,
+				     (unsigned long long)vm->ehdr.e_shoff,
+				     vm->image_size);
+	if (elf_getshdrstrndx(vm->elf, &shstrndx) != 0)
+		return fgk_error_libelf(p, "cannot read the section name table index");
+	vm->secs = calloc(vm->shnum, sizeof(*vm->secs));
+	if (!vm->secs)
+		return &fgk_enomem;
+	for (size_t i = 0; i < vm->shnum; i++) {
+		Elf_Scn *scn = elf_getscn(vm->elf, i);
+		GElf_Shdr *sh = &vm->secs[i].shdr;
+
+		if (!scn || !gelf_getshdr(scn, sh))
+			return fgk_error_libelf(p, "cannot read section header %zu", i);
+		if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL &&
+		    (sh->sh_offset > vm->image_size ||
+		     sh->sh_size > vm->image_size - sh->sh_offset))
+			return fgk_error_new(FGK_ERR_ELF, p,
+					     "truncated or corrupt ELF: section %zu extends beyond the end of the file",
+					     i);
+		if (i == 0)
+			vm->secs[i].name = "";
+		else {
+			vm->secs[i].name = elf_strptr(vm->elf, shstrndx, sh->sh_name);
+			if (!vm->secs[i].name)
+				return fgk_error_libelf(p, "cannot read the name of section %zu", i);
+		}
+	}
+	return NULL;
+}
+
+/* nm(1) letter for a section-relative symbol, as binutils' bfd decides it. */
+static char coff_section_type(const char *s)
+{
+	static const struct { const char *name; char type; } stt[] = {
+		{ ".bss", 'b' }, { ".code", 't' }, { ".data", 'd' },
+		{ "*DEBUG*", 'N' }, { ".debug", 'N' }, { ".drectve", 'i' },
+		{ ".edata", 'e' }, { ".fini", 't' }, { ".idata", 'i' },
+		{ ".init", 't' }, { ".pdata", 'p' }, { ".rdata", 'r' },
+		{ ".rodata", 'r' }, { ".sbss", 's' }, { ".scommon", 'c' },
+		{ ".sdata", 'g' }, { ".text", 't' }, { "vars", 'd' },
+		{ "zerovars", 'b' },
+	};
+
+	for (size_t i = 0; i < sizeof(stt) / sizeof(stt[0]); i++) {
+		size_t len = strlen(stt[i].name);
+
+		if (!strncmp(s, stt[i].name, len) &&
+		    memchr(".$0123456789", s[len], 13))
+			return stt[i].type;
+	}
+	return '?';
+}
+
+static char decode_section_type(const GElf_Shdr *sh, const char *name)
+{
+	bool contents = sh->sh_type != SHT_NOBITS;
+	bool alloc = sh->sh_flags & SHF_ALLOC;
+	bool readonly = !(sh->sh_flags & SHF_WRITE);
+
+	if (alloc && (sh->sh_flags & SHF_EXECINSTR))
+		return 't';
+	if (alloc && contents)
+		return readonly ? 'r' : 'd';
+	if (!contents)
+		return 'b';
+	if (!alloc && (!strncmp(name, ".debug", 6) || !strncmp(name, ".zdebug", 7) ||
+		       !strncmp(name, ".stab", 5) || !strncmp(name, ".line", 5)))
+		return 'n';
+	if (contents && readonly)
+		return 'n';
+	return '?';
+}
+
+static char nm_type(struct fgk_vmlinux *vm, const struct vm_symbol *s)
+{
+	char c;
+
+	if (s->shndx == SHN_COMMON)
+		return 'C';
+	if (s->shndx == SHN_UNDEF) {
+		if (s->bind == STB_WEAK)
+			return s->type == STT_OBJECT ? 'v' : 'w';
+		return 'U';
+	}
+	if (s->type == STT_GNU_IFUNC)
+		return 'i';
+	if (s->bind == STB_WEAK)
+		return s->type == STT_OBJECT ? 'V' : 'W';
+	if (s->bind == STB_GNU_UNIQUE)
+		return 'u';
+	if (s->bind != STB_GLOBAL && s->bind != STB_LOCAL)
+		return '?';
+	if (s->shndx == SHN_ABS)
+		c = 'a';
+	else if (s->shndx < vm->shnum) {
+		const struct vm_section *sec = &vm->secs[s->shndx];
+
+		c = coff_section_type(sec->name);
+		if (c == '?')
+			c = decode_section_type(&sec->shdr, sec->name);
+	} else
+		return '?';
+	if (s->bind == STB_GLOBAL && c >= 'a' && c <= 'z')
+		c = (char)(c - 'a' + 'A');
+	return c;
+}
+
+static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
+{
+	size_t symtab = 0, xndx = 0;
+	Elf_Data *data, *xdata = NULL;
+	const char *p = vm->path;
+	size_t n, strndx;
+
+	for (size_t i = 1; i < vm->shnum; i++) {
+		if (vm->secs[i].shdr.sh_type == SHT_SYMTAB && !symtab)
+			symtab = i;
+		else if (vm->secs[i].shdr.sh_type == SHT_SYMTAB_SHNDX)
+			xndx = i;
+	}
+	if (!symtab)
+		return NULL;	/* stripped: callers that need it complain */
+	if (vm->secs[symtab].shdr.sh_entsize != gelf_fsize(vm->elf, ELF_T_SYM, 1, EV_CURRENT))
+		return fgk_error_new(FGK_ERR_ELF, p, "corrupt ELF: bad .symtab entry size");
+	strndx = vm->secs[symtab].shdr.sh_link;
+	if (strndx == 0 || strndx >= vm->shnum ||
+	    vm->secs[strndx].shdr.sh_type != SHT_STRTAB)
+		return fgk_error_new(FGK_ERR_ELF, p, "corrupt ELF: .symtab has no string table");
+	data = elf_getdata(elf_getscn(vm->elf, symtab), NULL);
+	if (!data)
+		return fgk_error_libelf(p, "cannot read .symtab");
+	if (xndx) {
+		xdata = elf_getdata(elf_getscn(vm->elf, xndx), NULL);
+		if (!xdata)
+			return fgk_error_libelf(p, "cannot read .symtab_shndx");
+	}
+	n = data->d_size / vm->secs[symtab].shdr.sh_entsize;
+	vm->syms = calloc(n ? n : 1, sizeof(*vm->syms));
+	if (!vm->syms)
+		return &fgk_enomem;
+	for (size_t i = 1; i < n; i++) {
+		GElf_Sym sym;
+		Elf32_Word x = 0;
+		struct vm_symbol *s = &vm->syms[vm->nsyms];
+
+		if (!gelf_getsymshndx(data, xdata, (int)i, &sym, &x))
+			return fgk_error_libelf(p, "cannot read symbol %zu", i);
+		s->name = elf_strptr(vm->elf, strndx, sym.st_name);
+		if (!s->name)
+			return fgk_error_libelf(p, "corrupt ELF: bad name of symbol %zu", i);
+		s->value = sym.st_value;
+		s->size = sym.st_size;
+		s->shndx = sym.st_shndx == SHN_XINDEX ? x : sym.st_shndx;
+		s->bind = GELF_ST_BIND(sym.st_info);
+		s->type = GELF_ST_TYPE(sym.st_info);
+		if (s->shndx != SHN_UNDEF && s->shndx < SHN_LORESERVE &&
+		    s->shndx >= vm->shnum && sym.st_shndx != SHN_XINDEX)
+			return fgk_error_new(FGK_ERR_ELF, p,
+					     "corrupt ELF: symbol %zu refers to section %zu of %zu",
+					     i, s->shndx, vm->shnum);
+		if (sym.st_shndx == SHN_XINDEX && s->shndx >= vm->shnum)
+			return fgk_error_new(FGK_ERR_ELF, p,
+					     "corrupt ELF: symbol %zu refers to section %zu of %zu",
+					     i, s->shndx, vm->shnum);
+		s->nmtype = nm_type(vm, s);
+		vm->nsyms++;
+	}
+	return NULL;
+}
+
+static struct fgk_error *load_build_id(struct fgk_vmlinux *vm)
+{
+	for (size_t i = 1; i < vm->shnum; i++) {
+		Elf_Data *data;
+		size_t off = 0, next, name_off, desc_off;
+		GElf_Nhdr nh;
+
+		if (vm->secs[i].shdr.sh_type != SHT_NOTE)
+			continue;
+		data = elf_getdata(elf_getscn(vm->elf, i), NULL);
+		if (!data)
+			return fgk_error_libelf(vm->path, "cannot read note section %s",
+						vm->secs[i].name);
+		while (off < data->d_size &&
+		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)data->d_buf + name_off, "GNU", 4) &&
+			    nh.n_descsz > 0) {
+				const uint8_t *d = (const uint8_t *)data->d_buf + desc_off;
+
+				vm->build_id = malloc(2 * nh.n_descsz + 1);
+				if (!vm->build_id)
+					return &fgk_enomem;
+				for (size_t k = 0; k < nh.n_descsz; k++)
+					sprintf(vm->build_id + 2 * k, "%02x", d[k]);
+				return NULL;
+			}
+			off = next;
+		}
+	}
+	return NULL;
+}
+
+static void load_release(struct fgk_vmlinux *vm)
+{
+	static const char prefix[] = "Linux version ";
+	const struct vm_symbol *s = vm_find_symbol(vm, "linux_banner");
+	const char *str, *end;
+	uint64_t avail;
+
+	if (!s)
+		return;
+	str = vm_section_tail(vm, s->shndx, s->value, &avail);
+	if (!str || avail < sizeof(prefix) ||
+	    memcmp(str, prefix, sizeof(prefix) - 1))
+		return;
+	str += sizeof(prefix) - 1;
+	avail -= sizeof(prefix) - 1;
+	end = str;
+	while ((uint64_t)(end - str) < avail && *end && *end != ' ' && *end != '\n')
+		end++;
+	if (end > str)
+		vm->release = strndup(str, (size_t)(end - str));
+}
+
+struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
+{
+	struct fgk_vmlinux *vm;
+	struct fgk_error *err;
+	struct stat st;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return fgk_error_libelf(NULL, "libelf initialization failed");
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return &fgk_enomem;
+	vm->fd = -1;
+	vm->path = strdup(path);
+	if (!vm->path) {
+		err = &fgk_enomem;
+		goto fail;
+	}
+	vm->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (vm->fd < 0) {
+		err = fgk_error_os(errno, path, "cannot open");
+		goto fail;
+	}
+	if (fstat(vm->fd, &st) < 0) {
+		err = fgk_error_os(errno, path, "cannot stat");
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		err = fgk_error_new(FGK_ERR_ELF, path, "not a regular file");
+		goto fail;
+	}
+	vm->elf = elf_begin(vm->fd, ELF_C_READ_MMAP, NULL);
+	if (!vm->elf) {
+		err = fgk_error_libelf(path, "cannot read ELF");
+		goto fail;
+	}
+	if (elf_kind(vm->elf) != ELF_K_ELF) {
+		err = fgk_error_new(FGK_ERR_ELF, path, "not an ELF file");
+		goto fail;
+	}
+	vm->image = elf_rawfile(vm->elf, &vm->image_size);
+	if (!vm->image || !gelf_getehdr(vm->elf, &vm->ehdr)) {
+		err = fgk_error_libelf(path, "truncated or corrupt ELF header");
+		goto fail;
+	}
+	if (vm->ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    vm->ehdr.e_ident[EI_DATA] != ELFDATA2LSB) {
+		err = fgk_error_new(FGK_ERR_ELF, path,
+				    "not a 64-bit little-endian ELF (x86_64 vmlinux expected)");
+		goto fail;
+	}
+	err = load_sections(vm);
+	if (!err)
+		err = load_symbols(vm);
+	if (!err)
+		err = load_build_id(vm);
+	if (err)
+		goto fail;
+	load_release(vm);
+	*ret = vm;
+	return NULL;
+fail:
+	fgk_vmlinux_close(vm);
+	return err;
+}
+
+void fgk_vmlinux_close(struct fgk_vmlinux *vm)
+{
+	if (!vm)
+		return;
+	if (vm->elf)
+		elf_end(vm->elf);
+	if (vm->fd >= 0)
+		close(vm->fd);
+	free(vm->secs);
+	free(vm->syms);
+	free(vm->by_name);
+	free(vm->by_addr);
+	free(vm->build_id);
+	free(vm->release);
+	free(vm->path);
+	free(vm);
+}
+
+const char *fgk_vmlinux_path(const struct fgk_vmlinux *vm)
+{
+	return vm->path;
+}
+
+const char *fgk_vmlinux_build_id(const struct fgk_vmlinux *vm)
+{
+	return vm->build_id;
+}
+
+const char *fgk_vmlinux_release(const struct fgk_vmlinux *vm)
+{
+	return vm->release;
+}
+
+const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
+			    uint64_t addr, uint64_t *avail)
+{
+	const GElf_Shdr *sh;
+
+	if (shndx == 0 || shndx >= vm->shnum)
+		return NULL;
+	sh = &vm->secs[shndx].shdr;
+	if (sh->sh_type == SHT_NOBITS || addr < sh->sh_addr ||
+	    addr - sh->sh_addr > sh->sh_size)
+		return NULL;
+	*avail = sh->sh_size - (addr - sh->sh_addr);
+	return vm->image + sh->sh_offset + (addr - sh->sh_addr);
+}
+
+const void *vm_section_bytes(struct fgk_vmlinux *vm, size_t shndx,
+			     uint64_t addr, uint64_t len)
+{
+	uint64_t avail;
+	const void *p = vm_section_tail(vm, shndx, addr, &avail);
+
+	return p && avail >= len ? p : NULL;
+}
+
+struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why)
+{
+	if (vm->syms && vm->nsyms)
+		return NULL;
+	return fgk_error_new(FGK_ERR_NO_SYMTAB, vm->path,
+			     "no symbol table (stripped vmlinux?): needed for %s; use the unstripped vmlinux from the kernel build",
+			     why);
+}

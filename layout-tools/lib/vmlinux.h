@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Internal: an opened vmlinux (libelf handle, sections, symbol table). */
+#ifndef FGK_LIB_VMLINUX_H
+#define FGK_LIB_VMLINUX_H
+
+#include <gelf.h>
+#include <fgk/fgk.h>
+
+struct vm_section {
+	GElf_Shdr shdr;
+	const char *name;
+};
+
+struct vm_symbol {
+	const char *name;
+	uint64_t value;
+	uint64_t size;
+	size_t shndx;		/* resolved through SHT_SYMTAB_SHNDX */
+	unsigned char bind, type;
+	char nmtype;		/* nm(1) letter, computed at load */
+};
+
+struct fgk_vmlinux {
+	char *path;
+	int fd;
+	Elf *elf;
+	const char *image;	/* whole file (elf_rawfile) */
+	size_t image_size;
+	GElf_Ehdr ehdr;
+	size_t shnum;
+	struct vm_section *secs;
+	/* symbol table (index 0 = null symbol skipped); NULL if stripped */
+	size_t nsyms;
+	struct vm_symbol *syms;
+	uint32_t *by_name;	/* sorted indices (lazy) */
+	uint32_t *by_addr;	/* lookup candidates sorted by address (lazy) */
+	size_t nby_addr;
+	char *build_id;
+	char *release;
+};
+
+/* Pointer to len bytes of section shndx at link address addr, or NULL. */
+const void *vm_section_bytes(struct fgk_vmlinux *vm, size_t shndx,
+			     uint64_t addr, uint64_t len);
+/* Bytes from addr to the end of the section (for unsized symbols). */
+const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
+			    uint64_t addr, uint64_t *avail);
+/* Defined symbol by exact name, preferring global; NULL if none. */
+const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm,
+				       const char *name);
+struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why);
+
+#endif
