@@ -15,6 +15,15 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 	size_t shstrndx;
 	const char *p = vm->path;
 
+	if (vm->ehdr.e_shoff == 0)
+		return fgk_error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
+	if (vm->ehdr.e_shoff > vm->image_size ||
+	    (uint64_t)(vm->ehdr.e_shnum ? vm->ehdr.e_shnum : 1) *
+	    vm->ehdr.e_shentsize > vm->image_size - vm->ehdr.e_shoff)
+		return fgk_error_new(FGK_ERR_ELF, p,
+				     "truncated or corrupt ELF: section headers at offset %llu extend beyond the end of the file (%zu bytes)",
+				     (unsigned long long)vm->ehdr.e_shoff,
+				     vm->image_size);
 	if (elf_getshdrnum(vm->elf, &vm->shnum) != 0)
 		return fgk_error_libelf(p, "cannot read the section count");
 	if (vm->shnum == 0)
@@ -55,17 +64,15 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 	return NULL;
 }
 
-/* nm(1) letter for a section-relative symbol, as binutils' bfd decides it. */
+/*
+ * nm(1) letter for a section-relative symbol, as binutils (2.40, Debian 12)
+ * decides it: bfd's coff_section_type() table, then decode_section_type().
+ */
 static char coff_section_type(const char *s)
 {
 	static const struct { const char *name; char type; } stt[] = {
-		{ ".bss", 'b' }, { ".code", 't' }, { ".data", 'd' },
-		{ "*DEBUG*", 'N' }, { ".debug", 'N' }, { ".drectve", 'i' },
-		{ ".edata", 'e' }, { ".fini", 't' }, { ".idata", 'i' },
-		{ ".init", 't' }, { ".pdata", 'p' }, { ".rdata", 'r' },
-		{ ".rodata", 'r' }, { ".sbss", 's' }, { ".scommon", 'c' },
-		{ ".sdata", 'g' }, { ".text", 't' }, { "vars", 'd' },
-		{ "zerovars", 'b' },
+		{ ".drectve", 'i' }, { ".edata", 'e' }, { ".idata", 'i' },
+		{ ".pdata", 'p' },
 	};
 
 	for (size_t i = 0; i < sizeof(stt) / sizeof(stt[0]); i++) {
@@ -84,15 +91,16 @@ static char decode_section_type(const GElf_Shdr *sh, const char *name)
 	bool alloc = sh->sh_flags & SHF_ALLOC;
 	bool readonly = !(sh->sh_flags & SHF_WRITE);
 
-	if (alloc && (sh->sh_flags & SHF_EXECINSTR))
+	if (sh->sh_flags & SHF_EXECINSTR)
 		return 't';
 	if (alloc && contents)
 		return readonly ? 'r' : 'd';
 	if (!contents)
 		return 'b';
 	if (!alloc && (!strncmp(name, ".debug", 6) || !strncmp(name, ".zdebug", 7) ||
+		       !strncmp(name, ".gnu.linkonce.wi.", 17) ||
 		       !strncmp(name, ".stab", 5) || !strncmp(name, ".line", 5)))
-		return 'n';
+		return 'N';
 	if (contents && readonly)
 		return 'n';
 	return '?';

@@ -1,0 +1,750 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of libfgk (Check framework).  Vectors come from RFC 8439 and
+ * docs/layout-spec.md §10; ELF fixtures are built from source by
+ * fixtures/build.sh into $FGK_FIXTURES before this runs.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <fgk/fgk.h>
+
+#define OK(expr) do { \
+	struct fgk_error *e_ = (expr); \
+	char b_[1024]; \
+	ck_assert_msg(e_ == NULL, "%s: %s", #expr, fgk_error_string(e_, b_, sizeof(b_))); \
+} while (0)
+
+static struct fgk_seed seed_of(const char *hex)
+{
+	struct fgk_seed s;
+
+	OK(fgk_seed_parse(hex, &s));
+	return s;
+}
+
+static const char *S0102 = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+static const char *S00 = "0000000000000000000000000000000000000000000000000000000000000000";
+static const char *SFF = "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff";
+
+/* ---- generator --------------------------------------------------------- */
+
+START_TEST(test_rfc8439_block)
+{
+	uint8_t key[32], out[64];
+	static const uint8_t nonce[12] = { 0, 0, 0, 9, 0, 0, 0, 0x4a, 0, 0, 0, 0 };
+	static const char *want =
+		"10f1e7e4d13b5915500fdd1fa32071c4c7d1f4c733c068030422aa9ac3d46c4e"
+		"d2826446079faa0914c2d705d98b02a2b5129cd1de164eb9cbd083e8a2503c4e";
+	char hex[129];
+
+	for (int i = 0; i < 32; i++)
+		key[i] = (uint8_t)i;
+	OK(fgk_chacha20_block(key, 1, nonce, out));
+	for (int i = 0; i < 64; i++)
+		sprintf(hex + 2 * i, "%02x", out[i]);
+	ck_assert_str_eq(hex, want);
+}
+END_TEST
+
+struct spec_vector {
+	const char *seed;
+	uint32_t u32[8];
+	uint32_t below10[8];
+	uint32_t perm10[10];
+};
+
+static const struct spec_vector vectors[] = {
+	{ "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+	  { 0x50b07a64, 0xe6bb5dc1, 0xcac67f4a, 0x45d475df, 0xfaec65eb, 0xf534667a, 0x10372875, 0x70b62a9a },
+	  { 8, 3, 6, 1, 7, 6, 3, 0 },
+	  { 9, 0, 5, 4, 6, 3, 1, 2, 7, 8 } },
+	{ "0000000000000000000000000000000000000000000000000000000000000000",
+	  { 0x98e9bdad, 0x06d7c3cd, 0xc29cd4b6, 0xa8557a9f, 0x2af38c44, 0x2e90fe24, 0x76b6a54a, 0xd4c7383e },
+	  { 7, 1, 4, 9, 8, 0, 4, 4 },
+	  { 8, 9, 1, 2, 0, 4, 5, 6, 3, 7 } },
+	{ "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+	  { 0xbf94eae2, 0x67b9608f, 0xdd3ff7aa, 0x34e2ccf1, 0x0b2d7ea2, 0x7c9831fb, 0x7444951f, 0x156bcafc },
+	  { 4, 7, 6, 3, 4, 1, 9, 2 },
+	  { 5, 9, 6, 3, 1, 7, 0, 2, 8, 4 } },
+};
+
+START_TEST(test_spec_u32)
+{
+	const struct spec_vector *v = &vectors[_i];
+	struct fgk_seed s = seed_of(v->seed);
+	struct fgk_rng *rng;
+
+	OK(fgk_rng_new(&s, fgk_text_nonce, &rng));
+	for (int k = 0; k < 8; k++) {
+		uint32_t x;
+
+		OK(fgk_rng_u32(rng, &x));
+		ck_assert_uint_eq(x, v->u32[k]);
+	}
+	fgk_rng_free(rng);
+}
+END_TEST
+
+START_TEST(test_spec_below)
+{
+	const struct spec_vector *v = &vectors[_i];
+	struct fgk_seed s = seed_of(v->seed);
+	struct fgk_rng *rng;
+
+	OK(fgk_rng_new(&s, fgk_text_nonce, &rng));
+	for (int k = 0; k < 8; k++) {
+		uint32_t x;
+
+		OK(fgk_rng_below(rng, 10, &x));
+		ck_assert_uint_eq(x, v->below10[k]);
+	}
+	fgk_rng_free(rng);
+}
+END_TEST
+
+START_TEST(test_spec_perm)
+{
+	const struct spec_vector *v = &vectors[_i];
+	struct fgk_seed s = seed_of(v->seed);
+	uint32_t order[10], one[1];
+
+	OK(fgk_permutation(&s, fgk_text_nonce, 10, order));
+	for (int k = 0; k < 10; k++)
+		ck_assert_uint_eq(order[k], v->perm10[k]);
+	OK(fgk_permutation(&s, fgk_text_nonce, 1, one));
+	ck_assert_uint_eq(one[0], 0);
+	OK(fgk_permutation(&s, fgk_text_nonce, 0, NULL));
+}
+END_TEST
+
+START_TEST(test_keystream_across_chunks)
+{
+	/* u32 number 16*k is word 0 of block k: compare with the block function */
+	struct fgk_seed s = seed_of(S0102);
+	struct fgk_rng *rng;
+	uint8_t block[64];
+
+	OK(fgk_rng_new(&s, fgk_text_nonce, &rng));
+	for (uint32_t i = 0; i < 16 * 200; i++) {
+		uint32_t x;
+
+		OK(fgk_rng_u32(rng, &x));
+		if (i % 16 == 15 || i % 16 == 0) {
+			uint32_t w = i % 16, want;
+
+			OK(fgk_chacha20_block(s.bytes, i / 16, fgk_text_nonce, block));
+			want = (uint32_t)block[4 * w] | (uint32_t)block[4 * w + 1] << 8 |
+			       (uint32_t)block[4 * w + 2] << 16 | (uint32_t)block[4 * w + 3] << 24;
+			ck_assert_uint_eq(x, want);
+		}
+	}
+	fgk_rng_free(rng);
+}
+END_TEST
+
+START_TEST(test_below_bounds)
+{
+	struct fgk_seed s = seed_of(S00);
+	struct fgk_rng *rng;
+	struct fgk_error *err;
+	uint32_t x;
+	unsigned hist[3] = { 0 };
+
+	OK(fgk_rng_new(&s, fgk_text_nonce, &rng));
+	for (int k = 0; k < 100; k++) {
+		OK(fgk_rng_below(rng, 1, &x));
+		ck_assert_uint_eq(x, 0);
+	}
+	for (int k = 0; k < 3000; k++) {
+		OK(fgk_rng_below(rng, 3, &x));
+		ck_assert_uint_lt(x, 3);
+		hist[x]++;
+	}
+	for (int k = 0; k < 3; k++)
+		ck_assert_msg(hist[k] > 850 && hist[k] < 1150, "below(3) skewed: %u", hist[k]);
+	OK(fgk_rng_below(rng, UINT64_C(1) << 32, &x));	/* 2^32 is allowed */
+	err = fgk_rng_below(rng, 0, &x);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_INVALID);
+	fgk_error_free(err);
+	err = fgk_rng_below(rng, (UINT64_C(1) << 32) + 1, &x);
+	ck_assert_ptr_nonnull(err);
+	fgk_error_free(err);
+	fgk_rng_free(rng);
+}
+END_TEST
+
+START_TEST(test_below_rejection)
+{
+	/*
+	 * below(m) with m = 2^31 + 1: threshold = (2^32 - m) mod m = 2^31 - 1,
+	 * so words below it are rejected.  Replay the raw words and check that
+	 * below() returns the first accepted word mod m.
+	 */
+	struct fgk_seed s = seed_of(SFF);
+	struct fgk_rng *a, *b;
+	uint64_t m = (UINT64_C(1) << 31) + 1;
+	uint32_t threshold = (uint32_t)(((UINT64_C(1) << 32) - m) % m);
+	int rejected = 0;
+
+	OK(fgk_rng_new(&s, fgk_text_nonce, &a));
+	OK(fgk_rng_new(&s, fgk_text_nonce, &b));
+	for (int k = 0; k < 200; k++) {
+		uint32_t got, r;
+
+		OK(fgk_rng_below(a, m, &got));
+		for (;;) {
+			OK(fgk_rng_u32(b, &r));
+			if (r >= threshold)
+				break;
+			rejected++;
+		}
+		ck_assert_uint_eq(got, r % m);
+	}
+	ck_assert_int_gt(rejected, 50);	/* about half the words */
+	fgk_rng_free(a);
+	fgk_rng_free(b);
+}
+END_TEST
+
+START_TEST(test_permutation_is_permutation)
+{
+	struct fgk_seed s = seed_of(S0102);
+	size_t n = 20000;
+	uint32_t *order = malloc(n * sizeof(*order));
+	uint8_t *seen = calloc(n, 1);
+
+	OK(fgk_permutation(&s, fgk_text_nonce, n, order));
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_lt(order[i], n);
+		ck_assert_int_eq(seen[order[i]], 0);
+		seen[order[i]] = 1;
+	}
+	free(order);
+	free(seen);
+}
+END_TEST
+
+START_TEST(test_module_nonce)
+{
+	uint8_t nonce[12];
+	char hex[25];
+	uint32_t order[10];
+	static const uint32_t want[10] = { 1, 9, 7, 6, 0, 5, 3, 2, 8, 4 };
+	struct fgk_seed s = seed_of(S0102);
+
+	fgk_module_nonce("fgk_test", nonce);
+	for (int i = 0; i < 12; i++)
+		sprintf(hex + 2 * i, "%02x", nonce[i]);
+	ck_assert_str_eq(hex, "66676b6df0559de983cfd3f6");
+	OK(fgk_permutation(&s, nonce, 10, order));
+	for (int k = 0; k < 10; k++)
+		ck_assert_uint_eq(order[k], want[k]);
+}
+END_TEST
+
+/* ---- placement ----------------------------------------------------------- */
+
+START_TEST(test_spec_placement)
+{
+	static const uint64_t sz[10] = { 0x35, 0x10, 0x1, 0x81, 0x20, 0x7, 0x40, 0x13, 0x100, 0x2 };
+	static const uint64_t al[10] = { 16, 16, 16, 64, 16, 1, 16, 16, 4096, 16 };
+	static const uint64_t want[10] = {
+		0xffffffff81200010, 0xffffffff81200150, 0xffffffff81200160,
+		0xffffffff812000c0, 0xffffffff81200050, 0xffffffff81200045,
+		0xffffffff81200070, 0xffffffff81200170, 0xffffffff81201000,
+		0xffffffff81200000,
+	};
+	struct fgk_section secs[10];
+	uint32_t order[10];
+	uint64_t end;
+	struct fgk_seed s = seed_of(S0102);
+	struct fgk_error *err;
+
+	memset(secs, 0, sizeof(secs));
+	for (int i = 0; i < 10; i++) {
+		secs[i].size = sz[i];
+		secs[i].align = al[i];
+	}
+	OK(fgk_permutation(&s, fgk_text_nonce, 10, order));
+	OK(fgk_place(secs, 10, order, 0xffffffff81200000, 0xffffffff81202000, &end));
+	for (int i = 0; i < 10; i++)
+		ck_assert_msg(secs[i].new_addr == want[i], "sec %d: 0x%llx", i,
+			      (unsigned long long)secs[i].new_addr);
+	ck_assert_uint_eq(end, 0xffffffff81201100);
+	/* exactly fitting is fine, one byte less is not */
+	OK(fgk_place(secs, 10, order, 0xffffffff81200000, end, NULL));
+	err = fgk_place(secs, 10, order, 0xffffffff81200000, end - 1, NULL);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_NO_FIT);
+	ck_assert_ptr_nonnull(strstr(err->message, "does not fit"));
+	fgk_error_free(err);
+}
+END_TEST
+
+/* ---- seed text ------------------------------------------------------------ */
+
+START_TEST(test_seed_parse_ok)
+{
+	struct fgk_seed s;
+	char out[65];
+	static const char *ok[] = {
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+		"000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F",
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
+		"fgkaslr_seed=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+		"  fgkaslr_seed=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f \n",
+	};
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		OK(fgk_seed_parse(ok[i], &s));
+		for (int k = 0; k < 32; k++)
+			ck_assert_uint_eq(s.bytes[k], k);
+		fgk_seed_format(&s, out);
+		ck_assert_str_eq(out, S0102);
+	}
+}
+END_TEST
+
+START_TEST(test_seed_parse_bad)
+{
+	static const char *bad[] = {
+		"",
+		"00",
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1",	/* 63 */
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f0",	/* 65 */
+		"0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1g",
+		"00010203040506070809 0a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1fxyz",
+		"fgkaslr_seed=",
+		"disabled\n",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fgk_seed s;
+		struct fgk_error *err = fgk_seed_parse(bad[i], &s);
+
+		ck_assert_msg(err != NULL, "accepted '%s'", bad[i]);
+		ck_assert_int_eq(err->code, FGK_ERR_SEED);
+		fgk_error_free(err);
+	}
+}
+END_TEST
+
+START_TEST(test_seed_random)
+{
+	struct fgk_seed a, b;
+
+	OK(fgk_seed_random(&a));
+	OK(fgk_seed_random(&b));
+	ck_assert(memcmp(&a, &b, sizeof(a)) != 0);
+}
+END_TEST
+
+/* ---- seed records ----------------------------------------------------------- */
+
+static const char *example_record =
+	"# booted by make demo on 2024-05-01\n"
+	"seed: 3f9c0a5e1b7d24c68e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f\n"
+	"build-id: 8D2F6C1E0B9A7D5C3E1F2A4B6C8D0E2F4A6B8C0D\n"
+	"\n"
+	"   # indented comment\n"
+	"release: 6.1.192\n"
+	"offset: 0x1a000000\n"
+	"note: oops in foo_bar() after resume # not a comment\n";
+
+START_TEST(test_record_parse)
+{
+	struct fgk_seed_record rec;
+	char *text;
+	char hex[65];
+
+	OK(fgk_seed_record_parse(example_record, "ex.seed", &rec));
+	fgk_seed_format(&rec.seed, hex);
+	ck_assert_str_eq(hex, "3f9c0a5e1b7d24c68e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f");
+	ck_assert_str_eq(rec.build_id, "8d2f6c1e0b9a7d5c3e1f2a4b6c8d0e2f4a6b8c0d");
+	ck_assert_str_eq(rec.release, "6.1.192");
+	ck_assert(rec.has_offset);
+	ck_assert_uint_eq(rec.offset, 0x1a000000);
+	ck_assert_str_eq(rec.note, "oops in foo_bar() after resume # not a comment");
+	OK(fgk_seed_record_format(&rec, &text));
+	ck_assert_str_eq(text,
+		"seed: 3f9c0a5e1b7d24c68e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f\n"
+		"build-id: 8d2f6c1e0b9a7d5c3e1f2a4b6c8d0e2f4a6b8c0d\n"
+		"release: 6.1.192\n"
+		"offset: 0x1a000000\n"
+		"note: oops in foo_bar() after resume # not a comment\n");
+	free(text);
+	fgk_seed_record_clear(&rec);
+
+	OK(fgk_seed_record_parse("seed:" "0000000000000000000000000000000000000000000000000000000000000000", NULL, &rec));
+	ck_assert_ptr_null(rec.build_id);
+	ck_assert(!rec.has_offset);
+	fgk_seed_record_clear(&rec);
+}
+END_TEST
+
+START_TEST(test_record_bad)
+{
+	static const struct { const char *text, *needle; } bad[] = {
+		{ "# only a comment\n", "no 'seed:' line" },
+		{ "seed: 00\n", "seed must be 64 hex digits" },
+		{ "seed: 0000000000000000000000000000000000000000000000000000000000000000\nseed: 0000000000000000000000000000000000000000000000000000000000000000\n", "duplicate key 'seed'" },
+		{ "sead: 0000000000000000000000000000000000000000000000000000000000000000\n", "unknown key 'sead'" },
+		{ "seed 0000000000000000000000000000000000000000000000000000000000000000\n", "expected 'key: value'" },
+		{ ": x\n", "expected 'key: value'" },
+		{ "seed: 0000000000000000000000000000000000000000000000000000000000000000\noffset: 1a000000\n", "offset must be 0x-prefixed hex" },
+		{ "seed: 0000000000000000000000000000000000000000000000000000000000000000\nbuild-id: xyz\n", "build-id must be hex" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fgk_seed_record rec;
+		struct fgk_error *err = fgk_seed_record_parse(bad[i].text, "r.seed", &rec);
+
+		ck_assert_msg(err != NULL, "accepted record %zu", i);
+		ck_assert_msg(strstr(err->message, bad[i].needle) != NULL,
+			      "record %zu: '%s' lacks '%s'", i, err->message, bad[i].needle);
+		ck_assert_msg(strstr(err->message, "r.seed") != NULL, "no file name: %s", err->message);
+		fgk_error_free(err);
+	}
+}
+END_TEST
+
+static char tmpdir[256];
+
+static void make_tmpdir(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/fgk-check-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_record_write_read)
+{
+	struct fgk_seed_record rec = { 0 }, back;
+	char path[512];
+	struct fgk_error *err;
+
+	make_tmpdir();
+	snprintf(path, sizeof(path), "%s/x.seed", tmpdir);
+	rec.seed = seed_of(SFF);
+	rec.build_id = (char *)"abcdef01";
+	rec.release = (char *)"6.1.0";
+	rec.has_offset = true;
+	rec.offset = 0;
+	OK(fgk_seed_record_write(&rec, path));
+	ck_assert_int_eq(count_files(tmpdir), 1);	/* no temp file left */
+	OK(fgk_seed_record_read(path, &back));
+	ck_assert_mem_eq(back.seed.bytes, rec.seed.bytes, 32);
+	ck_assert_str_eq(back.build_id, "abcdef01");
+	ck_assert(back.has_offset && back.offset == 0);
+	fgk_seed_record_clear(&back);
+	/* a multi-line note is refused and nothing is written */
+	rec.note = (char *)"two\nlines";
+	snprintf(path, sizeof(path), "%s/y.seed", tmpdir);
+	err = fgk_seed_record_write(&rec, path);
+	ck_assert_ptr_nonnull(err);
+	fgk_error_free(err);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_int_eq(count_files(tmpdir), 1);
+	/* unwritable directory: error, no file */
+	err = fgk_seed_record_write(&rec, "/nonexistent-dir/z.seed");
+	ck_assert_ptr_nonnull(err);
+	fgk_error_free(err);
+	err = fgk_seed_record_read("/nonexistent-dir/z.seed", &back);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_OS);
+	ck_assert_str_eq(err->path, "/nonexistent-dir/z.seed");
+	fgk_error_free(err);
+	snprintf(path, sizeof(path), "rm -rf %s", tmpdir);
+	ck_assert_int_eq(system(path), 0);
+}
+END_TEST
+
+/* ---- ELF fixtures ----------------------------------------------------------- */
+
+static char *fixture(const char *name)
+{
+	static char buf[1024];
+	const char *dir = getenv("FGK_FIXTURES");
+
+	ck_assert_msg(dir != NULL, "FGK_FIXTURES not set (run via make check)");
+	snprintf(buf, sizeof(buf), "%s/%s", dir, name);
+	return buf;
+}
+
+static struct fgk_error *open_fixture(const char *name, struct fgk_vmlinux **vm)
+{
+	return fgk_vmlinux_open(fixture(name), vm);
+}
+
+START_TEST(test_fixture_layout)
+{
+	struct fgk_vmlinux *vm;
+	struct fgk_layout *l;
+	struct fgk_symbol sym;
+	static const char *seeds[3];
+
+	seeds[0] = S0102;
+	seeds[1] = S00;
+	seeds[2] = SFF;
+	OK(open_fixture("fixture.elf", &vm));
+	ck_assert_ptr_nonnull(fgk_vmlinux_build_id(vm));
+	ck_assert_uint_eq(strlen(fgk_vmlinux_build_id(vm)), 40);
+	ck_assert_str_eq(fgk_vmlinux_release(vm), "6.1.0-fgktest");
+	for (int k = 0; k < 3; k++) {
+		struct fgk_seed s = seed_of(seeds[k]);
+
+		OK(fgk_layout_compute(vm, &s, &l));
+		ck_assert_uint_gt(l->n, 30);
+		ck_assert_uint_le(l->end, l->limit);
+		for (size_t i = 0; i < l->n; i++) {
+			const struct fgk_section *e = &l->secs[i];
+			uint64_t back;
+
+			ck_assert(strncmp(e->name, ".text.", 6) == 0);
+			ck_assert_uint_eq(e->new_addr % e->align, 0);
+			ck_assert_uint_ge(e->new_addr, l->start);
+			ck_assert_uint_le(e->new_addr + e->size, l->limit);
+			if (i)
+				ck_assert_uint_gt(e->index, l->secs[i - 1].index);
+			/* no two placed sections overlap */
+			for (size_t j = 0; j < i; j++) {
+				const struct fgk_section *f = &l->secs[j];
+
+				ck_assert(e->new_addr + e->size <= f->new_addr ||
+					  f->new_addr + f->size <= e->new_addr);
+			}
+			/* mapping round trip over every byte's ends */
+			ck_assert_uint_eq(fgk_layout_map(l, e->addr), e->new_addr);
+			ck_assert_uint_eq(fgk_layout_map(l, e->addr + e->size - 1),
+					  e->new_addr + e->size - 1);
+			ck_assert(fgk_layout_unmap(l, e->new_addr + e->size - 1, &back));
+			ck_assert_uint_eq(back, e->addr + e->size - 1);
+			ck_assert_ptr_eq(fgk_layout_section_at(l, e->addr), e);
+		}
+		/* not randomized: identity */
+		OK(fgk_symbol_lookup(vm, "head_func", &sym));
+		ck_assert_uint_eq(fgk_layout_map(l, sym.addr), sym.addr);
+		OK(fgk_symbol_lookup(vm, "g_counter", &sym));
+		ck_assert_uint_eq(fgk_layout_map(l, sym.addr), sym.addr);
+		ck_assert_ptr_null(fgk_layout_section_at(l, sym.addr));
+		/* a randomized function: symbol lookup by address finds it back */
+		OK(fgk_symbol_lookup(vm, "fn_big", &sym));
+		{
+			struct fgk_symbol at;
+			uint64_t link;
+
+			ck_assert(fgk_layout_unmap(l, fgk_layout_map(l, sym.addr + 5), &link));
+			OK(fgk_symbol_at(vm, link, &at));
+			ck_assert_str_eq(at.name, "fn_big");
+			ck_assert_uint_eq(link - at.addr, 5);
+		}
+		fgk_layout_free(l);
+	}
+	fgk_vmlinux_close(vm);
+}
+END_TEST
+
+START_TEST(test_fixture_kallsyms)
+{
+	struct fgk_vmlinux *vm;
+	struct fgk_kallsyms *ks;
+	struct fgk_symbol sym;
+	bool found_fn = false, found_pcpu = false;
+
+	OK(open_fixture("fixture.elf", &vm));
+	OK(fgk_kallsyms_read(vm, &ks));
+	ck_assert_uint_gt(ks->n, 40);
+	OK(fgk_symbol_lookup(vm, "other_long_name_function_for_kallsyms_token_compression_test", &sym));
+	for (size_t i = 0; i < ks->n; i++) {
+		if (!strcmp(ks->syms[i].name, sym.name)) {
+			ck_assert_uint_eq(ks->syms[i].addr, sym.addr);
+			ck_assert_int_eq(ks->syms[i].type, 'T');
+			ck_assert(!ks->syms[i].absolute);
+			found_fn = true;
+		}
+		if (!strcmp(ks->syms[i].name, "pcpu_stats")) {
+			ck_assert_uint_eq(ks->syms[i].addr, 0x20);
+			ck_assert(ks->syms[i].absolute);
+			found_pcpu = true;
+		}
+	}
+	ck_assert(found_fn && found_pcpu);
+	fgk_kallsyms_free(ks);
+	fgk_vmlinux_close(vm);
+}
+END_TEST
+
+static void expect_error(const char *name, const char *seed_hex,
+			 enum fgk_error_code code, const char *needle)
+{
+	struct fgk_vmlinux *vm = NULL;
+	struct fgk_error *err = open_fixture(name, &vm);
+
+	if (!err && seed_hex) {
+		struct fgk_seed s = seed_of(seed_hex);
+		struct fgk_layout *l = NULL;
+
+		err = fgk_layout_compute(vm, &s, &l);
+		if (!err) {
+			struct fgk_map *map = NULL;
+
+			err = fgk_map_build(vm, l, FGK_MAP_KALLSYMS, 0, &map);
+			fgk_map_free(map);
+		}
+		fgk_layout_free(l);
+	}
+	fgk_vmlinux_close(vm);
+	ck_assert_msg(err != NULL, "%s: no error", name);
+	ck_assert_msg(err->code == code, "%s: code %d, want %d (%s)", name,
+		      err->code, code, err->message);
+	ck_assert_msg(strstr(err->message, needle) != NULL, "%s: '%s' lacks '%s'",
+		      name, err->message, needle);
+	ck_assert_ptr_nonnull(err->path);
+	ck_assert_ptr_nonnull(strstr(err->path, name));
+	fgk_error_free(err);
+}
+
+START_TEST(test_fixture_errors)
+{
+	expect_error("notelf.txt", NULL, FGK_ERR_ELF, "not an ELF");
+	expect_error("truncated.elf", NULL, FGK_ERR_ELF, "truncated or corrupt ELF");
+	expect_error("does-not-exist.elf", NULL, FGK_ERR_OS, "No such file");
+	expect_error("notext.elf", S0102, FGK_ERR_NOT_FGKASLR, "not built with CONFIG_FG_KASLR");
+	expect_error("stripped.elf", S0102, FGK_ERR_NO_SYMTAB, "stripped");
+	expect_error("nokallsyms.elf", S0102, FGK_ERR_KALLSYMS, "kallsyms_num_syms");
+}
+END_TEST
+
+START_TEST(test_fixture_nofit)
+{
+	struct fgk_vmlinux *vm;
+	int fit = 0, nofit = 0;
+
+	OK(open_fixture("nofit.elf", &vm));
+	for (int k = 0; k < 64; k++) {
+		struct fgk_seed s;
+		struct fgk_layout *l = NULL;
+		struct fgk_error *err;
+
+		memset(&s, 0, sizeof(s));
+		s.bytes[0] = (uint8_t)k;
+		err = fgk_layout_compute(vm, &s, &l);
+		if (err) {
+			ck_assert_int_eq(err->code, FGK_ERR_NO_FIT);
+			ck_assert_ptr_nonnull(strstr(err->message, "layout does not fit"));
+			nofit++;
+			fgk_error_free(err);
+		} else {
+			/* if it fits, the 4096-aligned section must come first */
+			ck_assert_uint_eq(l->secs[l->order[0]].align, 4096);
+			fit++;
+		}
+		fgk_layout_free(l);
+	}
+	ck_assert_int_gt(nofit, 0);
+	ck_assert_int_gt(fit, 0);
+	fgk_vmlinux_close(vm);
+}
+END_TEST
+
+START_TEST(test_record_check)
+{
+	struct fgk_vmlinux *vm;
+	struct fgk_seed_record rec;
+	struct fgk_error *err;
+	char text[512];
+
+	OK(open_fixture("fixture.elf", &vm));
+	snprintf(text, sizeof(text), "seed: %s\nbuild-id: %s\n", S00,
+		 fgk_vmlinux_build_id(vm));
+	OK(fgk_seed_record_parse(text, "a.seed", &rec));
+	OK(fgk_seed_record_check(&rec, "a.seed", vm));
+	fgk_seed_record_clear(&rec);
+	snprintf(text, sizeof(text), "seed: %s\nbuild-id: 0123abcd\n", S00);
+	OK(fgk_seed_record_parse(text, "b.seed", &rec));
+	err = fgk_seed_record_check(&rec, "b.seed", vm);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_BUILD_ID);
+	ck_assert_ptr_nonnull(strstr(err->message, "0123abcd"));
+	ck_assert_ptr_nonnull(strstr(err->message, fgk_vmlinux_build_id(vm)));
+	fgk_error_free(err);
+	fgk_seed_record_clear(&rec);
+	fgk_vmlinux_close(vm);
+}
+END_TEST
+
+static Suite *fgk_suite(void)
+{
+	Suite *s = suite_create("libfgk");
+	TCase *tc;
+
+	tc = tcase_create("generator");
+	tcase_add_test(tc, test_rfc8439_block);
+	tcase_add_loop_test(tc, test_spec_u32, 0, 3);
+	tcase_add_loop_test(tc, test_spec_below, 0, 3);
+	tcase_add_loop_test(tc, test_spec_perm, 0, 3);
+	tcase_add_test(tc, test_keystream_across_chunks);
+	tcase_add_test(tc, test_below_bounds);
+	tcase_add_test(tc, test_below_rejection);
+	tcase_add_test(tc, test_permutation_is_permutation);
+	tcase_add_test(tc, test_module_nonce);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("placement");
+	tcase_add_test(tc, test_spec_placement);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("seed");
+	tcase_add_test(tc, test_seed_parse_ok);
+	tcase_add_test(tc, test_seed_parse_bad);
+	tcase_add_test(tc, test_seed_random);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("records");
+	tcase_add_test(tc, test_record_parse);
+	tcase_add_test(tc, test_record_bad);
+	tcase_add_test(tc, test_record_write_read);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("elf");
+	tcase_add_test(tc, test_fixture_layout);
+	tcase_add_test(tc, test_fixture_kallsyms);
+	tcase_add_test(tc, test_fixture_errors);
+	tcase_add_test(tc, test_fixture_nofit);
+	tcase_add_test(tc, test_record_check);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(fgk_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
