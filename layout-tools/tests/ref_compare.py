@@ -90,10 +90,15 @@ def ref_layout(path, seed):
 
 
 def mapper(layout):
+    """Link address -> new address (spec §7 "belongs to")."""
+    import bisect
+    rows = sorted((addr, size, new) for _, _, addr, new, size, _ in layout)
+    starts = [r[0] for r in rows]
+
     def m(x):
-        for idx, name, addr, new, size, align in layout:
-            if addr <= x < addr + size:
-                return x - addr + new
+        k = bisect.bisect_right(starts, x) - 1
+        if k >= 0 and x < rows[k][0] + rows[k][1]:
+            return x - rows[k][0] + rows[k][2]
         return x
     return m
 
