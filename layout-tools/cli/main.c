@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static const struct cli_cmd *const commands[] = {
-	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed, &cmd_relink,
+	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

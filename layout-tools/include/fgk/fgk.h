@@ -252,29 +252,6 @@ struct fgk_error *fgk_seed_record_check(const struct fgk_seed_record *rec,
 					const char *record_path,
 					struct fgk_vmlinux *vm);
 
-/* ---- relinking (fgk relink) ------------------------------------------- */
-
-struct fgk_relink_stats {
-	size_t sections_moved;		/* randomized sections whose address changed */
-	size_t symbols;			/* symbol table entries moved */
-	size_t relocations;		/* fields patched (code, data and debug) */
-	size_t debug_relocations;	/* of which in non-allocated (DWARF) sections */
-};
-
-/*
- * The ELF a linker would have produced with the randomized sections placed
- * as l says (base offset 0): code moved, section headers, symbols, every
- * relocated field (code, data, DWARF) and the relocations' r_offset
- * updated.  Needs vmlinux's --emit-relocs relocations.  *image is malloc'd.
- */
-struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
-				   const struct fgk_layout *l,
-				   void **image, size_t *size,
-				   struct fgk_relink_stats *stats);
-/* Same, written atomically to out_path. */
-struct fgk_error *fgk_relink(struct fgk_vmlinux *vm, const struct fgk_layout *l,
-			     const char *out_path, struct fgk_relink_stats *stats);
-
 /* ---- misc ---------------------------------------------------------------- */
 
 /* Write buf to path atomically (temp + fsync + rename). */
