@@ -13,7 +13,8 @@ struct cli_cmd {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed;
+extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed, cmd_relink,
+	cmd_symbolize;
 
 /* Print "fgk: <file>: <problem>" to stderr, free err, return exit status 1. */
 int cli_fail(struct fgk_error *err);

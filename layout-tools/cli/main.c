@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static const struct cli_cmd *const commands[] = {
-	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed,
+	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed, &cmd_relink, &cmd_symbolize,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -27,7 +27,7 @@ static int usage(FILE *f)
 	      "\n"
 	      "commands:\n", f);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-8s %s\n", commands[i]->name, commands[i]->summary);
+		fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 	fputs("  help     show this text, or 'fgk help COMMAND'\n"
 	      "\n"
 	      "Every command accepts --help.  Man pages: docs/fgk.1.md, docs/fgk-COMMAND.1.md.\n",

@@ -252,6 +252,70 @@ struct fgk_error *fgk_seed_record_check(const struct fgk_seed_record *rec,
 					const char *record_path,
 					struct fgk_vmlinux *vm);
 
+/* ---- relinking (fgk relink) ------------------------------------------- */
+
+struct fgk_relink_stats {
+	size_t sections_moved;		/* randomized sections whose address changed */
+	size_t symbols;			/* symbol table entries moved */
+	size_t relocations;		/* fields patched (code, data and debug) */
+	size_t debug_relocations;	/* of which in non-allocated (DWARF) sections */
+};
+
+/*
+ * The ELF a linker would have produced with the randomized sections placed
+ * as l says (base offset 0): code moved, section headers, symbols, every
+ * relocated field (code, data, DWARF) and the relocations' r_offset
+ * updated.  Needs vmlinux's --emit-relocs relocations.  *image is malloc'd.
+ */
+struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
+				   const struct fgk_layout *l,
+				   void **image, size_t *size,
+				   struct fgk_relink_stats *stats);
+/* Same, written atomically to out_path. */
+struct fgk_error *fgk_relink(struct fgk_vmlinux *vm, const struct fgk_layout *l,
+			     const char *out_path, struct fgk_relink_stats *stats);
+
+/* ---- source lines (libdw) and oops symbolization ------------------------ */
+
+/* One frame of an address's inline chain, innermost first. */
+struct fgk_srcframe {
+	char *function;		/* DWARF name of the (inlined) function */
+	char *file;		/* relative to the compilation directory, or NULL */
+	int line, column;	/* frame 0: the address; others: the call site */
+	bool inlined;		/* inlined into the next frame */
+};
+
+struct fgk_dwarf;
+struct fgk_error *fgk_dwarf_open(const char *path, struct fgk_dwarf **ret);
+void fgk_dwarf_close(struct fgk_dwarf *d);
+/* Inline chain of a link address (like addr2line -f -i). */
+struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t link_addr,
+				   struct fgk_srcframe **frames, size_t *n);
+void fgk_srcframes_free(struct fgk_srcframe *frames, size_t n);
+
+/*
+ * Annotates oops/WARN/stack-dump text.  l may be NULL (no seed): symbolic
+ * frames (func+0xoff/0xsize) still decode; raw addresses only outside the
+ * randomized sections.  dwarf may be NULL (symbols only).
+ */
+struct fgk_symbolizer;
+struct fgk_error *fgk_symbolizer_new(struct fgk_vmlinux *vm,
+				     const struct fgk_layout *l,
+				     struct fgk_dwarf *dwarf,
+				     struct fgk_symbolizer **ret);
+void fgk_symbolizer_free(struct fgk_symbolizer *s);
+void fgk_symbolizer_set_offset(struct fgk_symbolizer *s, uint64_t offset,
+			       const char *source);
+bool fgk_symbolizer_get_offset(const struct fgk_symbolizer *s,
+			       uint64_t *offset, const char **source);
+/* Learn the base offset from a line ("Kernel Offset:", "[<addr>] sym+off"). */
+void fgk_symbolizer_learn(struct fgk_symbolizer *s, const char *text);
+/* The line with sources appended; raw addresses explained on extra lines. */
+struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
+				     char **out);
+/* Frames and addresses decoded so far. */
+size_t fgk_symbolizer_decoded(const struct fgk_symbolizer *s);
+
 /* ---- misc ---------------------------------------------------------------- */
 
 /* Write buf to path atomically (temp + fsync + rename). */

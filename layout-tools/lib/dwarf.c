@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Source lines and inline chains of link addresses, through libdw.
+ *
+ * The lookups run on the original vmlinux at link addresses: translating a
+ * runtime address through the layout first makes the DWARF of the unshuffled
+ * file exact for the shuffled kernel (a function moves as a whole).
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+struct fgk_dwarf {
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	char *path;
+};
+
+static const Dwfl_Callbacks callbacks = {
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+};
+
+static struct fgk_error *dwfl_err(const char *path, const char *what)
+{
+	return fgk_error_new(FGK_ERR_ELF, path, "%s: %s", what, dwfl_errmsg(-1));
+}
+
+struct fgk_error *fgk_dwarf_open(const char *path, struct fgk_dwarf **ret)
+{
+	struct fgk_dwarf *d = calloc(1, sizeof(*d));
+	Dwarf_Addr bias;
+
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		return &fgk_enomem;
+	}
+	d->dwfl = dwfl_begin(&callbacks);
+	if (!d->dwfl) {
+		fgk_dwarf_close(d);
+		return dwfl_err(path, "cannot start libdwfl");
+	}
+	d->mod = dwfl_report_offline(d->dwfl, "vmlinux", path, -1);
+	if (!d->mod || dwfl_report_end(d->dwfl, NULL, NULL) != 0) {
+		struct fgk_error *err = dwfl_err(path, "cannot load for DWARF lookups");
+
+		fgk_dwarf_close(d);
+		return err;
+	}
+	if (!dwfl_module_getdwarf(d->mod, &bias)) {
+		fgk_dwarf_close(d);
+		return fgk_error_new(FGK_ERR_ELF, path,
+				     "no DWARF debug information (build with CONFIG_DEBUG_INFO)");
+	}
+	*ret = d;
+	return NULL;
+}
+
+void fgk_dwarf_close(struct fgk_dwarf *d)
+{
+	if (!d)
+		return;
+	if (d->dwfl)
+		dwfl_end(d->dwfl);
+	free(d->path);
+	free(d);
+}
+
+/* Strip the compilation directory so paths read like the kernel tree's. */
+static char *relpath(const char *file, const char *comp_dir)
+{
+	size_t n = comp_dir ? strlen(comp_dir) : 0;
+
+	if (n && !strncmp(file, comp_dir, n) && file[n] == '/')
+		file += n + 1;
+	return strdup(file);
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name;
+
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+	return name ? name : "??";
+}
+
+static int push(struct fgk_srcframe **v, size_t *n, const char *fn,
+		char *file, int line, int column)
+{
+	struct fgk_srcframe *nv = realloc(*v, (*n + 1) * sizeof(**v));
+
+	if (!nv || !(nv[*n].function = strdup(fn))) {
+		if (nv)
+			*v = nv;
+		free(file);
+		return -1;
+	}
+	nv[*n].file = file;
+	nv[*n].line = line;
+	nv[*n].column = column;
+	nv[*n].inlined = false;
+	*v = nv;
+	(*n)++;
+	return 0;
+}
+
+struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
+				   struct fgk_srcframe **ret, size_t *nret)
+{
+	struct fgk_srcframe *v = NULL;
+	size_t n = 0;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu, *scopes = NULL;
+	Dwfl_Line *line;
+	const char *comp_dir = NULL, *file = NULL;
+	int lineno = 0, col = 0, nscopes, call_line = 0;
+	char *call_file = NULL;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+
+	*ret = NULL;
+	*nret = 0;
+	cu = dwfl_module_addrdie(d->mod, addr, &bias);
+	if (!cu)
+		return fgk_error_new(FGK_ERR_LOOKUP, d->path,
+				     "no debug information for 0x%llx",
+				     (unsigned long long)addr);
+	comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir,
+					       &(Dwarf_Attribute){ 0 }));
+	line = dwfl_module_getsrc(d->mod, addr);
+	if (line)
+		file = dwfl_lineinfo(line, &(Dwarf_Addr){ 0 }, &lineno, &col,
+				     NULL, NULL);
+	dwarf_getsrcfiles(cu, &files, &nfiles);
+	nscopes = dwarf_getscopes(cu, addr - bias, &scopes);
+	for (int i = 0; i < nscopes; i++) {
+		Dwarf_Die *s = &scopes[i];
+		int tag = dwarf_tag(s);
+		Dwarf_Attribute attr;
+		Dwarf_Word w;
+		char *f;
+		int l;
+
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine)
+			continue;
+		if (!n) {
+			f = file ? relpath(file, comp_dir) : NULL;
+			l = lineno;
+		} else {
+			f = call_file;
+			l = call_line;
+			call_file = NULL;
+		}
+		if (push(&v, &n, die_name(s), f, l, n ? 0 : col) < 0)
+			goto nomem;
+		if (n > 1)
+			v[n - 2].inlined = true;
+		if (tag == DW_TAG_subprogram)
+			break;
+		/* where this inlined body was called from, in the next scope */
+		call_line = 0;
+		if (dwarf_formudata(dwarf_attr(s, DW_AT_call_line, &attr), &w) == 0)
+			call_line = (int)w;
+		if (dwarf_formudata(dwarf_attr(s, DW_AT_call_file, &attr), &w) == 0 &&
+		    files && w < nfiles) {
+			const char *cf = dwarf_filesrc(files, w, NULL, NULL);
+
+			call_file = cf ? relpath(cf, comp_dir) : NULL;
+		}
+	}
+	free(call_file);
+	free(scopes);
+	if (!n) {
+		/* No scope DIE (e.g. assembly): the line table alone. */
+		if (push(&v, &n, "??", file ? relpath(file, comp_dir) : NULL,
+			 lineno, col) < 0)
+			goto nomem;
+	}
+	*ret = v;
+	*nret = n;
+	return NULL;
+nomem:
+	free(call_file);
+	free(scopes);
+	fgk_srcframes_free(v, n);
+	return &fgk_enomem;
+}
+
+void fgk_srcframes_free(struct fgk_srcframe *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].function);
+		free(v[i].file);
+	}
+	free(v);
+}
