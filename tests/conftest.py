@@ -1,0 +1,80 @@
+"""Shared helpers and fixtures for the fgk tests.
+
+Helpers other tests reuse (``from conftest import boot, KERNEL_DIR, ...``):
+
+  boot(script, profile='boot', seed=None, append='', timeout=60, **kw)
+      Boot build/kernel/bzImage in QEMU (TCG), run the shell `script` as root
+      in the guest and return an fgkrun.Result: .rc (script rc, 124 timeout,
+      125 panic/oops), .output (script stdout+stderr), .log (serial console),
+      .log_path, .cmdline, .panicked, .panic_line, .qemu_pid.  Extra keyword
+      arguments go to fgkrun.Guest (seed_file, files, kernel, qmp, gdb, ...).
+
+  guest(...)
+      The same arguments, returns a started-able fgkrun.Guest for tests that
+      talk to QEMU while the script runs (QMP, gdbstub):
+          with guest("sleep 30", profile="dump") as g:
+              g.wait_for_console("FGK-OUTPUT-BEGIN")
+              fgkrun.qmp_command(g.qmp_path, "dump-guest-memory", ...)
+              g.kill()
+
+Fixtures: ``kernel`` (the build/kernel directory; skips, saying why, when
+`make kernel` has not been run), ``vmlinux``, ``release``.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "qemu-profiles"))
+
+import fgkrun  # noqa: E402
+
+KERNEL_DIR = REPO / "build" / "kernel"
+BIN_DIR = REPO / "build" / "bin"
+
+
+def kernel_missing_reason():
+    for name in ("bzImage", "vmlinux", "System.map", "release"):
+        if not (KERNEL_DIR / name).is_file():
+            return f"build/kernel/{name} missing: run 'make kernel' first"
+    return None
+
+
+def require_kernel():
+    reason = kernel_missing_reason()
+    if reason:
+        pytest.skip(reason)
+
+
+def boot(script, profile="boot", seed=None, append="", timeout=60, **kw):
+    """Boot the kernel, run `script` as root in the guest, return the Result."""
+    require_kernel()
+    res = fgkrun.run(profile, script, seed=seed, append=append, timeout=timeout, **kw)
+    if res.message:
+        print(res.message)      # shown by pytest when the test fails
+    return res
+
+
+def guest(script, profile="boot", seed=None, append="", timeout=60, **kw):
+    """An fgkrun.Guest (not started) for tests that need QMP or the gdbstub."""
+    require_kernel()
+    return fgkrun.Guest(profile, script, seed=seed, append=append, timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="session")
+def kernel():
+    require_kernel()
+    return KERNEL_DIR
+
+
+@pytest.fixture(scope="session")
+def vmlinux(kernel):
+    return kernel / "vmlinux"
+
+
+@pytest.fixture(scope="session")
+def release(kernel):
+    return (kernel / "release").read_text().strip()

@@ -1,0 +1,258 @@
+"""Foundation tests: the kernel build, the QEMU runner and its exit codes."""
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, KERNEL_DIR, boot, fgkrun
+
+RUN = REPO / "qemu-profiles" / "run"
+FRAGMENT = REPO / "qemu-profiles" / "kernel.config"
+
+EM_X86_64 = 62
+
+
+# ---------------------------------------------------------------- artifacts
+
+def test_artifacts_exist(kernel):
+    for name in ("vmlinux", "bzImage", "System.map", "config", "release"):
+        assert (kernel / name).is_file(), name
+    assert (kernel / "modules").is_dir()
+    assert (kernel / "bzImage").stat().st_size > 100_000
+
+
+def test_vmlinux_is_x86_64_elf_with_dwarf(vmlinux):
+    assert fgkrun.elf_machine(vmlinux) == EM_X86_64
+    secs = fgkrun.elf_sections(vmlinux)
+    assert ".debug_info" in secs and secs[".debug_info"][2] > 0
+    assert ".text" in secs
+    assert fgkrun.elf_build_id(vmlinux), "vmlinux has no GNU build-id"
+
+
+def test_system_map_matches_vmlinux(kernel):
+    lines = (kernel / "System.map").read_text().splitlines()
+    assert len(lines) > 1000
+    assert any(l.endswith(" T start_kernel") or l.endswith(" t start_kernel") for l in lines)
+
+
+def test_config_has_fragment_options(kernel):
+    have = set((kernel / "config").read_text().splitlines())
+    want = [l for l in FRAGMENT.read_text().splitlines() if re.match(r"CONFIG_\w+=", l)]
+    assert want
+    missing = [l for l in want if l not in have]
+    assert not missing, f"options from kernel.config not in the built config: {missing}"
+
+
+def test_release_is_the_trees(kernel, release):
+    tree = kernel / "build"
+    if not tree.is_dir():
+        pytest.skip("build/kernel/build (link to the kernel tree) is missing")
+    out = subprocess.run(["make", "-s", "-C", str(tree), "kernelrelease"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == release
+
+
+# ---------------------------------------------------------------- booting
+
+INFO_SCRIPT = r"""
+echo "uname=$(uname -r)"
+echo "cmdline=$(cat /proc/cmdline)"
+echo "uid=$(id -u)"
+echo "nproc=$(nproc)"
+echo "kallsyms-begin"
+cat /proc/kallsyms
+echo "kallsyms-end"
+echo "unpriv-begin"
+su -s /bin/sh -c 'id -u; head -n 5 /proc/kallsyms' fgk
+echo "unpriv-end"
+exit 7
+"""
+
+
+@pytest.fixture(scope="module")
+def info(kernel):
+    res = boot(INFO_SCRIPT, append="fgk.test=hello-42", timeout=180)
+    assert res.rc == 7, f"rc {res.rc}: {res.message}\n{res.log[-3000:]}"
+    return res
+
+
+def section(output, name):
+    m = re.search(rf"^{name}-begin\n(.*?)^{name}-end$", output, re.S | re.M)
+    assert m, f"no {name} section in guest output"
+    return m.group(1).splitlines()
+
+
+def field(output, key):
+    m = re.search(rf"^{key}=(.*)$", output, re.M)
+    assert m, f"no {key}= line in guest output"
+    return m.group(1)
+
+
+def test_script_rc_is_propagated(info):
+    assert info.rc == 7 and info.script_rc == 7
+    assert not info.panicked and not info.timed_out
+
+
+def test_script_runs_as_root_on_smp(info):
+    assert field(info.output, "uid") == "0"
+    assert field(info.output, "nproc") == "2"
+
+
+def test_uname_is_built_release(info, release):
+    assert field(info.output, "uname") == release
+
+
+def test_cmdline_has_appended_args(info):
+    cmdline = field(info.output, "cmdline")
+    assert "fgk.test=hello-42" in cmdline.split()
+    assert "console=ttyS0" in cmdline.split()
+    assert info.cmdline == cmdline
+
+
+def test_kallsyms_has_real_addresses_for_root(info):
+    lines = section(info.output, "kallsyms")
+    assert len(lines) > 5000
+    rx = re.compile(r"^([0-9a-f]{16}) (\S) (\S+)")
+    parsed = [rx.match(l) for l in lines]
+    assert all(parsed), [l for l, m in zip(lines, parsed) if not m][:5]
+    addrs = {m.group(3): int(m.group(1), 16) for m in parsed}
+    assert addrs["start_kernel"] >= 0xffffffff80000000
+    assert sum(1 for m in parsed if int(m.group(1), 16) == 0) < len(parsed) / 100
+
+
+def test_kallsyms_hides_addresses_from_users(info):
+    lines = section(info.output, "unpriv")
+    assert lines[0] == "1000", "setpriv did not drop to uid 1000 (CONFIG_MULTIUSER?)"
+    assert len(lines) == 6
+    assert all(l.startswith("0000000000000000 ") for l in lines[1:]), lines
+
+
+def test_output_is_clean_of_kernel_messages(info):
+    # the script's output channel (ttyS1) carries nothing but the script
+    assert not re.search(r"^\[\s*\d+\.\d+\] ", info.output, re.M)
+    assert fgkrun.MARK_BEGIN in info.log and "=====FGK-OUTPUT-END rc=7=====" in info.log
+
+
+def test_log_file_written(info):
+    assert info.log_path.is_file()
+    text = info.log_path.read_text()
+    assert "Linux version" in text and "=====FGK-OUTPUT-END rc=7=====" in text
+
+
+def test_timeout_kills_guest(kernel):
+    t0 = time.monotonic()
+    res = boot("echo sleeping; sleep 300", timeout=20)
+    assert res.rc == 124 and res.timed_out
+    assert time.monotonic() - t0 < 60
+    assert "timed out after 20 s" in res.message
+    assert res.qemu_pid and not os.path.exists(f"/proc/{res.qemu_pid}"), "QEMU still running"
+
+
+def test_panic_is_reported(kernel):
+    res = boot("echo about to crash; echo c > /proc/sysrq-trigger; sleep 5; echo survived",
+               timeout=60)
+    assert res.rc == 125, res.message
+    assert res.panicked
+    assert "Kernel panic" in res.panic_line or "sysrq" in res.panic_line.lower()
+    assert str(res.log_path) in res.message
+    assert "about to crash" in res.output and "survived" not in res.output
+    assert not os.path.exists(f"/proc/{res.qemu_pid}")
+
+
+def test_cli_prints_output_and_returns_rc(kernel, tmp_path):
+    script = tmp_path / "s.sh"
+    script.write_text("echo from-guest; exit 3\n")
+    log = tmp_path / "serial.log"
+    p = subprocess.run([sys.executable, str(RUN), "boot", "--init", str(script),
+                        "--log", str(log), "--timeout", "120"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 3, p.stderr
+    assert p.stdout == "from-guest\n"
+    assert "Linux version" in log.read_text()
+
+
+def test_cli_default_script_and_seed_arg(kernel, tmp_path):
+    seed = "ab" * 32
+    p = subprocess.run([sys.executable, str(RUN), "boot", "--seed", seed,
+                        "--log", str(tmp_path / "l.log")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "release: " in p.stdout
+    assert f"fgkaslr_seed={seed}" in p.stdout       # the cmdline line
+
+
+# ---------------------------------------------------------------- runner, no boot
+
+@pytest.mark.parametrize("argv", [
+    ["no-such-profile"],
+    ["replay"],                          # needs a seed
+    ["boot", "--seed", "xyz"],
+    ["boot", "--no-such-option"],
+    ["boot", "--seed-file", "/nonexistent/record"],
+])
+def test_cli_usage_errors_exit_2(argv):
+    p = subprocess.run([sys.executable, str(RUN), *argv], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.strip()
+
+
+def test_profiles_load():
+    names = fgkrun.list_profiles()
+    for n in ("boot", "replay", "debug", "dump"):
+        assert n in names
+        fgkrun.load_profile(n)
+    assert fgkrun.load_profile("replay").require_seed
+    assert "nokaslr" in fgkrun.load_profile("replay").append.split()
+    assert fgkrun.load_profile("debug").gdb
+    dump = fgkrun.load_profile("dump")
+    assert dump.qmp and "vmcoreinfo" in dump.qemu_args
+
+
+def test_seed_record_roundtrip():
+    seed = "0123456789abcdef" * 4
+    text = fgkrun.format_seed_record(seed, build_id="DEADBEEF", release="6.1.192",
+                                     offset=0x1a000000, note="a # in a note")
+    assert text.splitlines()[0] == f"seed: {seed}"
+    rec = fgkrun.parse_seed_record("# comment\n\n" + text)
+    assert rec == {"seed": seed, "build-id": "deadbeef", "release": "6.1.192",
+                   "offset": "0x1a000000", "note": "a # in a note"}
+
+
+@pytest.mark.parametrize("text,err", [
+    ("build-id: ab\n", "no 'seed:'"),
+    ("seed: 1234\n", "64 hex"),
+    ("seed: " + "0" * 64 + "\nseed: " + "1" * 64 + "\n", "duplicate"),
+    ("seed: " + "0" * 64 + "\ncolour: red\n", "unknown key"),
+    ("seed " + "0" * 64 + "\n", "key: value"),
+    ("seed: " + "0" * 64 + "\noffset: 1234\n", "0x"),
+])
+def test_seed_record_errors(text, err):
+    with pytest.raises(fgkrun.UsageError, match=err):
+        fgkrun.parse_seed_record(text, "t.seed")
+
+
+def test_cpio_archive_layout():
+    data = fgkrun.overlay_archive("echo hi\n", {"/opt/x/data": b"abc"})
+    assert data.startswith(b"070701") and len(data) % 512 == 0
+    for name in (b"fgk/script", b"opt/x/data", b"TRAILER!!!"):
+        assert name + b"\0" in data
+    # every header is aligned and well formed
+    pos, names = 0, []
+    while True:
+        assert data[pos:pos + 6] == b"070701", pos
+        filesize = int(data[pos + 54:pos + 62], 16)
+        namesize = int(data[pos + 94:pos + 102], 16)
+        name = data[pos + 110:pos + 110 + namesize - 1].decode()
+        names.append(name)
+        pos += 110 + namesize
+        pos += -pos % 4
+        pos += filesize
+        pos += -pos % 4
+        if name == "TRAILER!!!":
+            break
+    assert names == ["fgk/script", "opt", "opt/x", "opt/x/data", "TRAILER!!!"]
