@@ -1,0 +1,223 @@
+"""fgk relink: vmlinux.fgk must be what a linker would have produced.
+
+Static proofs on build/kernel/vmlinux (an FG-KASLR build), for a few seeds:
+  * every symbol moved exactly as `fgk layout` says, the rest untouched;
+  * `addr2line -f -i -e vmlinux.fgk new(f)+k` == `addr2line -f -i -e vmlinux
+    old(f)+k` for every function f in shuffled code, at offsets 0, the middle
+    and the last byte (function, file, line and the inline chain);
+  * `objdump -d`: every direct call/jump in every function resolves to the
+    same target symbol+offset in both files;
+  * build-id and linux_banner unchanged, code bytes of each function
+    unchanged apart from the relocated fields;
+  * bad input: a vmlinux without relocations is refused, nothing written.
+The in-guest proofs (text equals the running kernel's, gdb on the gdbstub)
+are in tests/test_relink_guest.py.
+"""
+import json
+import re
+import subprocess
+from collections import defaultdict
+
+import pytest
+
+from conftest import REPO
+from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
+
+SEEDS = [bytes(range(32)).hex(), "5a" * 32]
+
+
+def run(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                          **kw)
+
+
+@pytest.fixture(scope="module", params=SEEDS, ids=["seed-000102", "seed-5a"])
+def relinked(request, tmp_path_factory):
+    require_fgkaslr_vmlinux()
+    seed = request.param
+    out = tmp_path_factory.mktemp("relink") / "vmlinux.fgk"
+    r = run(FGK, "relink", VMLINUX, "--seed", seed, "--no-cache", "-o", out,
+            "--stats")
+    assert r.returncode == 0, r.stderr
+    print(r.stderr.strip())
+    lay = json.loads(run(FGK, "layout", VMLINUX, "--seed", seed, "--json",
+                         check=True).stdout)
+    secs = [(int(s["link"], 16), int(s["size"], 16), int(s["new"], 16), s["name"])
+            for s in lay["sections"]]
+    return seed, out, secs
+
+
+def symbols(path):
+    """FUNC/OBJECT/NOTYPE symbols: name -> list of (value, size, section index)."""
+    out = run("readelf", "-sW", path, check=True).stdout
+    syms = defaultdict(list)
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[0].endswith(":") and f[3] in ("FUNC", "OBJECT", "NOTYPE"):
+            syms[f[7]].append((int(f[1], 16), int(f[2], 0), f[6]))
+    return syms
+
+
+def mapper(secs):
+    import bisect
+    starts = sorted(secs)
+    keys = [s[0] for s in starts]
+
+    def new(addr):
+        i = bisect.bisect_right(keys, addr) - 1
+        if i >= 0:
+            link, size, nw, _ = starts[i]
+            if link <= addr < link + size:
+                return addr - link + nw
+        return addr
+    return new
+
+
+def test_symbols_moved_as_layout_says(relinked):
+    seed, out, secs = relinked
+    new = mapper(secs)
+    old_syms, new_syms = symbols(VMLINUX), symbols(out)
+    assert old_syms.keys() == new_syms.keys()
+    moved = checked = 0
+    for name, olds in old_syms.items():
+        want = sorted((new(v), s, x) for v, s, x in olds)
+        assert sorted(new_syms[name]) == want, name
+        checked += len(olds)
+        moved += sum(new(v) != v for v, _, _ in olds)
+    print(f"{checked} symbols checked, {moved} moved")
+    assert moved > 1000
+
+
+def functions_in_shuffled_code(secs):
+    """(name, link address, size) of sized symbols inside .text.* sections."""
+    import bisect
+    starts = sorted(secs)
+    keys = [s[0] for s in starts]
+    out = []
+    for name, vals in symbols(VMLINUX).items():
+        for v, size, _ in vals:
+            i = bisect.bisect_right(keys, v) - 1
+            if size and i >= 0 and starts[i][0] <= v < starts[i][0] + starts[i][1]:
+                out.append((name, v, size))
+    return sorted(out, key=lambda t: t[1])
+
+
+def addr2line(path, addrs):
+    r = run("addr2line", "-f", "-i", "-a", "-e", path,
+            input="".join(f"{a:#x}\n" for a in addrs))
+    assert r.returncode == 0, r.stderr
+    # split per address: blocks start with the 0x... line printed by -a
+    blocks, cur = [], None
+    for line in r.stdout.splitlines():
+        if re.fullmatch(r"0x[0-9a-f]+", line):
+            cur = []
+            blocks.append(cur)
+        else:
+            cur.append(line)
+    assert len(blocks) == len(addrs)
+    return blocks
+
+
+def test_addr2line_matches_original(relinked):
+    seed, out, secs = relinked
+    new = mapper(secs)
+    funcs = functions_in_shuffled_code(secs)
+    assert len(funcs) > 1000, "too few functions in shuffled code"
+    old_addrs, new_addrs = [], []
+    for _, v, size in funcs:
+        for k in sorted({0, size // 2, size - 1}):
+            old_addrs.append(v + k)
+            new_addrs.append(new(v + k))
+    a = addr2line(VMLINUX, old_addrs)
+    b = addr2line(out, new_addrs)
+    bad = [(hex(o), x, y) for o, x, y in zip(old_addrs, a, b) if x != y]
+    known = sum(1 for x in a if "??" not in x[0])
+    print(f"{len(funcs)} functions, {len(old_addrs)} addresses, "
+          f"{len(old_addrs) - len(bad)} identical, {known} with a known function")
+    assert known > len(old_addrs) // 2, "addr2line found little debug info"
+    assert not bad, f"{len(bad)} addresses differ, first: {bad[:3]}"
+
+
+CALL = re.compile(r"^\s*([0-9a-f]+):\s+(call|jmp|j[a-z]+)\s+[0-9a-f]+ <([^>]+)>")
+FUNC = re.compile(r"^([0-9a-f]{16}) <([^>]+)>:$")
+
+
+def branch_targets(path, sections):
+    """function -> [(offset in function, mnemonic, target sym+off)]."""
+    args = ["objdump", "-d", "--no-show-raw-insn", "-w"]
+    for s in sections:
+        args += ["-j", s]
+    r = run(*args, path)
+    assert r.returncode == 0, r.stderr
+    res, cur, base = {}, None, 0
+    for line in r.stdout.splitlines():
+        m = FUNC.match(line)
+        if m:
+            base, cur = int(m.group(1), 16), m.group(2)
+            res.setdefault(cur, [])
+            continue
+        m = CALL.match(line)
+        if m and cur:
+            res[cur].append((int(m.group(1), 16) - base, m.group(2), m.group(3)))
+    return res
+
+
+def test_objdump_branch_targets_match(relinked):
+    seed, out, secs = relinked
+    names = [s[3] for s in secs]
+    # objdump -j for thousands of sections is slow: every 7th section plus
+    # the first and last, which still covers calls into/out of every region
+    pick = sorted(set(names[::7] + names[:5] + names[-5:]))
+    a = branch_targets(VMLINUX, pick)
+    b = branch_targets(out, pick)
+    assert a.keys() == b.keys()
+    branches = sum(len(v) for v in a.values())
+    assert branches > 1000, "too few branches found"
+    bad = [f for f in a if a[f] != b[f]]
+    print(f"{len(a)} functions, {branches} direct branches compared")
+    assert not bad, f"{len(bad)} functions differ, e.g. {bad[:3]}"
+
+
+def test_identity_preserved(relinked):
+    seed, out, secs = relinked
+    bid = lambda p: re.search(r"Build ID: (\w+)", run("readelf", "-n", p,
+                                                      check=True).stdout).group(1)
+    assert bid(out) == bid(VMLINUX)
+    banner = lambda p: run("gdb", "-batch", "-nx", "-ex", "print linux_banner", p,
+                           check=True).stdout
+    assert banner(out) == banner(VMLINUX)
+    assert "Linux version" in banner(out)
+
+
+def test_cache_reused(tmp_path):
+    require_fgkaslr_vmlinux()
+    env = {"FGK_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    a = run(FGK, "relink", VMLINUX, "--seed", SEEDS[0], "--stats", env=env)
+    assert a.returncode == 0, a.stderr
+    path = a.stdout.strip()
+    assert path.startswith(str(tmp_path)) and "cached" not in a.stderr
+    b = run(FGK, "relink", VMLINUX, "--seed", SEEDS[0], "--stats", env=env)
+    assert b.returncode == 0 and b.stdout.strip() == path
+    assert "cached" in b.stderr
+
+
+def test_without_relocations_refused(tmp_path):
+    require_fgkaslr_vmlinux()
+    stripped = tmp_path / "norelocs"
+    subprocess.run(["objcopy", "--remove-relocations=*", str(VMLINUX),
+                    str(stripped)], check=True)
+    out = tmp_path / "out.fgk"
+    r = run(FGK, "relink", stripped, "--seed", SEEDS[0], "--no-cache", "-o", out)
+    assert r.returncode != 0
+    assert "--emit-relocs" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not out.exists() and not list(tmp_path.glob("out.fgk*"))
+
+
+def test_truncated_refused(tmp_path):
+    require_fgkaslr_vmlinux()
+    cut = tmp_path / "cut"
+    cut.write_bytes(VMLINUX.read_bytes()[: VMLINUX.stat().st_size // 2])
+    out = tmp_path / "out.fgk"
+    r = run(FGK, "relink", cut, "--seed", SEEDS[0], "--no-cache", "-o", out)
+    assert r.returncode == 1 and "fgk: " in r.stderr
+    assert not out.exists()
