@@ -1,0 +1,163 @@
+"""vmlinux.fgk against a running shuffled kernel (QEMU gdbstub, stock gdb).
+
+* The shuffled code of vmlinux.fgk equals the guest's memory byte for byte,
+  except at the sites the kernel patches at run time, which the test names
+  from the file's own tables: alternatives (.altinstructions), jump labels
+  (__jump_table), static calls (.static_call_sites), lock prefixes
+  (.smp_locks), and the return/retpoline/endbr site lists when configured.
+* Stock gdb with `symbol-file -o 0 vmlinux.fgk` on a guest booted with
+  `nokaslr fgkaslr_seed=S`: `info line`, `list`, a breakpoint by function
+  and by file:line on a shuffled function, and `bt` are all right.
+"""
+import re
+import struct
+import subprocess
+
+import pytest
+
+from conftest import REPO, guest
+from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
+
+SEED = "0123456789abcdef" * 4
+PORT = 12341
+
+
+def elf_sections(path):
+    data = path.read_bytes()
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
+    if shnum == 0:
+        shnum, = struct.unpack_from("<Q", data, shoff + 0x20)
+    if shstrndx == 0xffff:
+        shstrndx, = struct.unpack_from("<I", data, shoff + 0x28)
+    hdrs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+            for i in range(shnum)]
+    stroff = hdrs[shstrndx][4]
+    secs = {}
+    for h in hdrs:
+        name = data[stroff + h[0]: data.index(b"\0", stroff + h[0])].decode()
+        secs[name] = {"addr": h[3], "off": h[4], "size": h[5], "type": h[1]}
+    return data, secs
+
+
+def patch_sites(data, secs):
+    """(address, length) of every code site the kernel rewrites at run time."""
+    sites = []
+
+    def table(name, entsize, fn):
+        s = secs.get(name)
+        if not s or s["type"] == 8:
+            return
+        for k in range(s["size"] // entsize):
+            off = s["off"] + k * entsize
+            fn(s["addr"] + k * entsize, data[off: off + entsize])
+
+    def rel(addr, raw, at=0):
+        return addr + at + struct.unpack_from("<i", raw, at)[0]
+
+    table("__jump_table", 16, lambda a, r: sites.append((rel(a, r), 5)))
+    table(".static_call_sites", 8, lambda a, r: sites.append((rel(a, r), 5)))
+    table(".smp_locks", 4, lambda a, r: sites.append((rel(a, r), 1)))
+    table(".altinstructions", 14,
+          lambda a, r: sites.append((rel(a, r), r[12])))
+    for name in (".retpoline_sites", ".return_sites", ".ibt_endbr_seal",
+                 ".call_sites"):
+        table(name, 4, lambda a, r: sites.append((rel(a, r), 6)))
+    return sites
+
+
+def gdb(*commands, timeout=120):
+    args = ["gdb", "-batch", "-nx", "-ex", "set confirm off",
+            "-ex", "set pagination off"]
+    for c in commands:
+        args += ["-ex", c]
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def relinked(tmp_path_factory):
+    require_fgkaslr_vmlinux()
+    out = tmp_path_factory.mktemp("relink") / "vmlinux.fgk"
+    r = subprocess.run([str(FGK), "relink", str(VMLINUX), "--seed", SEED,
+                        "--no-cache", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def region(relinked):
+    lay = subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", SEED, "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    import json
+    j = json.loads(lay)
+    return int(j["start"], 16), int(j["limit"], 16)
+
+
+GUEST = r"""
+echo READY
+i=0
+while [ $i -lt 600 ]; do cat /proc/version > /dev/null; sleep 0.2; i=$((i+1)); done
+"""
+
+
+def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
+    start, limit = region(relinked)
+    dump = tmp_path / "text.bin"
+    with guest(GUEST, profile="debug", seed=SEED, gdb=PORT, timeout=300) as g:
+        g.start()
+        assert g.wait_for_console("READY", timeout=120), "guest did not come up"
+        r = gdb(f"target remote 127.0.0.1:{PORT}",
+                f"dump binary memory {dump} {start:#x} {limit:#x}",
+                f"symbol-file -o 0 {relinked}",
+                "info line version_proc_show",
+                "list version_proc_show",
+                "break version_proc_show",
+                "break fs/proc/version.c:12",
+                "continue",
+                "p/x $pc",
+                "info symbol $pc",
+                "bt",
+                "delete",
+                "detach")
+        g.kill()
+    print(r.stdout[-4000:])
+    assert r.returncode == 0, r.stderr
+
+    # 1. the code
+    data, secs = elf_sections(relinked)
+    # file offset of [start, limit): through the section holding `start`
+    first = min((s for s in secs.values() if s["addr"] and s["addr"] <= start
+                 and start < s["addr"] + s["size"] and s["type"] == 1),
+                key=lambda s: s["size"])
+    base_off = first["off"] - (first["addr"] - start)
+    want = data[base_off: base_off + (limit - start)]
+    got = dump.read_bytes()
+    assert len(got) == len(want)
+    allowed = bytearray(len(want))
+    for a, n in patch_sites(data, secs):
+        for k in range(max(n, 1)):
+            if start <= a + k < limit:
+                allowed[a + k - start] = 1
+    diff = [i for i in range(len(want)) if want[i] != got[i]]
+    unexplained = [i for i in diff if not allowed[i]]
+    print(f"region {start:#x}-{limit:#x}: {len(want)} bytes, {len(diff)} differ, "
+          f"all at run-time patch sites" if not unexplained else
+          f"{len(unexplained)} unexplained")
+    assert len(diff) < len(want) // 100
+    assert not unexplained, [hex(start + i) for i in unexplained[:10]]
+
+    # 2. gdb: symbols, lines, breakpoints, backtrace
+    out = r.stdout
+    assert re.search(r'Line \d+ of "fs/proc/version\.c" starts at address', out)
+    assert "version_proc_show(struct seq_file *m, void *v)" in out or \
+        re.search(r"\d+\s+static int version_proc_show", out)
+    m = re.search(r"Breakpoint \d+, (?:0x[0-9a-f]+ in )?version_proc_show \(", out)
+    assert m, "did not stop in version_proc_show"
+    pc = int(re.search(r"^\$1 = (0x[0-9a-f]+)", out, re.M).group(1), 16)
+    assert re.search(r"version_proc_show(\s+\+\s+\d+)? in section \.text\.", out)
+    nm = subprocess.run(["nm", str(relinked)], capture_output=True, text=True).stdout
+    func = int(re.search(r"^([0-9a-f]+) t version_proc_show$", nm, re.M).group(1), 16)
+    assert func <= pc < func + 0x100
+    frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\w+) ", out, re.M)
+    assert frames[0] == "version_proc_show"
+    for caller in ("seq_read_iter", "vfs_read", "ksys_read"):
+        assert caller in frames, frames
