@@ -116,7 +116,7 @@ struct fgk_error *fgk_map_build(struct fgk_vmlinux *vm,
 
 			if (!sysmap_keep(s))
 				continue;
-			absolute = s->shndx == SHN_ABS ||
+			absolute = s->shndx == VM_SHN_ABS ||
 				   (s->shndx < vm->shnum &&
 				    vm->secs[s->shndx].shdr.sh_addr == 0);
 			it->addr = absolute ? s->value :

@@ -82,7 +82,7 @@ const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm, const char *name)
 
 static bool absolute_symbol(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 {
-	if (s->shndx == SHN_ABS)
+	if (s->shndx == VM_SHN_ABS)
 		return true;
 	/* x86_64 SMP per-CPU data is linked at 0 and never relocated. */
 	return s->shndx < vm->shnum &&

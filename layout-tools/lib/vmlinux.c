@@ -110,7 +110,7 @@ static char nm_type(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 {
 	char c;
 
-	if (s->shndx == SHN_COMMON)
+	if (s->shndx == VM_SHN_COMMON)
 		return 'C';
 	if (s->shndx == SHN_UNDEF) {
 		if (s->bind == STB_WEAK)
@@ -125,7 +125,7 @@ static char nm_type(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 		return 'u';
 	if (s->bind != STB_GLOBAL && s->bind != STB_LOCAL)
 		return '?';
-	if (s->shndx == SHN_ABS)
+	if (s->shndx == VM_SHN_ABS)
 		c = 'a';
 	else if (s->shndx < vm->shnum) {
 		const struct vm_section *sec = &vm->secs[s->shndx];
@@ -185,10 +185,23 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 			return fgk_error_libelf(p, "corrupt ELF: bad name of symbol %zu", i);
 		s->value = sym.st_value;
 		s->size = sym.st_size;
-		s->shndx = sym.st_shndx == SHN_XINDEX ? x : sym.st_shndx;
+		/*
+		 * With more than 65280 sections a real index can equal a
+		 * reserved value (SHN_ABS is 0xfff1): keep them apart.
+		 */
+		if (sym.st_shndx == SHN_XINDEX)
+			s->shndx = x;
+		else if (sym.st_shndx == SHN_ABS)
+			s->shndx = VM_SHN_ABS;
+		else if (sym.st_shndx == SHN_COMMON)
+			s->shndx = VM_SHN_COMMON;
+		else if (sym.st_shndx >= SHN_LORESERVE)
+			s->shndx = VM_SHN_OTHER;
+		else
+			s->shndx = sym.st_shndx;
 		s->bind = GELF_ST_BIND(sym.st_info);
 		s->type = GELF_ST_TYPE(sym.st_info);
-		if (s->shndx != SHN_UNDEF && s->shndx < SHN_LORESERVE &&
+		if (s->shndx != SHN_UNDEF && s->shndx < VM_SHN_OTHER &&
 		    s->shndx >= vm->shnum && sym.st_shndx != SHN_XINDEX)
 			return fgk_error_new(FGK_ERR_ELF, p,
 					     "corrupt ELF: symbol %zu refers to section %zu of %zu",

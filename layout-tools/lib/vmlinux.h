@@ -15,7 +15,10 @@ struct vm_symbol {
 	const char *name;
 	uint64_t value;
 	uint64_t size;
-	size_t shndx;		/* resolved through SHT_SYMTAB_SHNDX */
+	size_t shndx;		/* resolved through SHT_SYMTAB_SHNDX, or: */
+#define VM_SHN_ABS ((size_t)-1)		/* st_shndx == SHN_ABS */
+#define VM_SHN_COMMON ((size_t)-2)	/* st_shndx == SHN_COMMON */
+#define VM_SHN_OTHER ((size_t)-3)	/* another reserved index */
 	unsigned char bind, type;
 	char nmtype;		/* nm(1) letter, computed at load */
 };

@@ -596,6 +596,42 @@ START_TEST(test_fixture_kallsyms)
 }
 END_TEST
 
+START_TEST(test_fixture_xindex)
+{
+	/* > 65280 sections: extended numbering, SHN_XINDEX symbols */
+	struct fgk_vmlinux *vm;
+	struct fgk_layout *l;
+	struct fgk_symbol sym, at;
+	struct fgk_seed s = seed_of(S0102);
+	const struct fgk_section *sec;
+
+	OK(open_fixture("xindex.elf", &vm));
+	OK(fgk_layout_compute(vm, &s, &l));
+	ck_assert_uint_gt(l->n, 66000);
+	ck_assert_uint_gt(l->secs[l->n - 1].index, 65280);
+	/* xfn_65473 sits in a section whose index is 0xfff1 == SHN_ABS */
+	for (int k = 65000; k < 66000; k += 7) {
+		char name[32];
+		uint64_t link;
+
+		snprintf(name, sizeof(name), "xfn_%d", k);
+		OK(fgk_symbol_lookup(vm, name, &sym));
+		ck_assert(!sym.absolute);
+		ck_assert_int_eq(sym.type, 'T');
+		sec = fgk_layout_section_at(l, sym.addr);
+		ck_assert_ptr_nonnull(sec);
+		snprintf(name, sizeof(name), ".text.x%d", k);
+		ck_assert_str_eq(sec->name, name);
+		ck_assert(fgk_layout_unmap(l, fgk_layout_map(l, sym.addr), &link));
+		ck_assert_uint_eq(link, sym.addr);
+		OK(fgk_symbol_at(vm, link, &at));
+		ck_assert_str_eq(at.name, sym.name);
+	}
+	fgk_layout_free(l);
+	fgk_vmlinux_close(vm);
+}
+END_TEST
+
 static void expect_error(const char *name, const char *seed_hex,
 			 enum fgk_error_code code, const char *needle)
 {
@@ -731,6 +767,7 @@ static Suite *fgk_suite(void)
 	tc = tcase_create("elf");
 	tcase_add_test(tc, test_fixture_layout);
 	tcase_add_test(tc, test_fixture_kallsyms);
+	tcase_add_test(tc, test_fixture_xindex);
 	tcase_add_test(tc, test_fixture_errors);
 	tcase_add_test(tc, test_fixture_nofit);
 	tcase_add_test(tc, test_record_check);
