@@ -38,6 +38,8 @@ enum fgk_error_code {
 	FGK_ERR_KALLSYMS,	/* kallsyms tables missing or corrupt */
 	FGK_ERR_CRYPTO,		/* generator backend failure */
 	FGK_ERR_INVALID,	/* invalid argument */
+	FGK_ERR_VMCORE,		/* not a crash dump / truncated / corrupt dump */
+	FGK_ERR_NO_VMCOREINFO,	/* crash dump without a VMCOREINFO note */
 };
 
 struct fgk_error {
@@ -315,6 +317,48 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 				     char **out);
 /* Frames and addresses decoded so far. */
 size_t fgk_symbolizer_decoded(const struct fgk_symbolizer *s);
+
+/* ---- crash dumps: VMCOREINFO (lib/vmcore.c) ---------------------------- */
+
+enum fgk_vmcore_format {
+	FGK_VMCORE_TEXT = 0,	/* VMCOREINFO text given directly */
+	FGK_VMCORE_ELF,		/* ELF core (QEMU dump-guest-memory, /proc/vmcore) */
+	FGK_VMCORE_KDUMP,	/* kdump-compressed (diskdump "KDUMP   ") */
+	FGK_VMCORE_KDUMP_FLAT,	/* the same in makedumpfile's flattened format */
+};
+
+enum fgk_vmcore_seed_state {
+	FGK_VMCORE_SEED_ABSENT,		/* no FGKASLR_SEED line */
+	FGK_VMCORE_SEED_DISABLED,	/* FGKASLR_SEED=disabled */
+	FGK_VMCORE_SEED_PRESENT,	/* FGKASLR_SEED=<64 hex> */
+};
+
+struct fgk_vmcoreinfo {
+	enum fgk_vmcore_format format;
+	char *raw;			/* the VMCOREINFO text (NUL-terminated) */
+	char *osrelease;		/* OSRELEASE=, or NULL */
+	char *build_id;			/* BUILD-ID=, lowercase hex, or NULL */
+	bool has_offset;		/* KERNELOFFSET= present */
+	uint64_t offset;
+	enum fgk_vmcore_seed_state seed_state;
+	struct fgk_seed seed;		/* when FGK_VMCORE_SEED_PRESENT */
+};
+
+/* Parse VMCOREINFO text (KEY=VALUE lines). */
+struct fgk_error *fgk_vmcoreinfo_parse(const char *text, size_t len,
+				       const char *path,
+				       struct fgk_vmcoreinfo *info);
+/*
+ * Read the VMCOREINFO of a crash dump: the "VMCOREINFO" PT_NOTE of an ELF
+ * core, or (via libkdumpfile) the vmcoreinfo of a kdump-compressed file,
+ * flattened or not.  Truncated dumps are refused (FGK_ERR_VMCORE); a dump
+ * without VMCOREINFO gives FGK_ERR_NO_VMCOREINFO (with info->format set).
+ */
+struct fgk_error *fgk_vmcore_read(const char *path, struct fgk_vmcoreinfo *info);
+void fgk_vmcoreinfo_clear(struct fgk_vmcoreinfo *info);
+const char *fgk_vmcore_format_name(enum fgk_vmcore_format format);
+/* makedumpfile -R: rewrite a flattened kdump file as a regular one. */
+struct fgk_error *fgk_vmcore_unflatten(const char *in, const char *out);
 
 /* ---- misc ---------------------------------------------------------------- */
 
