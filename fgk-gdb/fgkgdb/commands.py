@@ -1,0 +1,635 @@
+"""fgk-gdb commands: the gdb side.  Logic that does not need gdb lives in
+core.py (unit-tested); this file talks to gdb and the guest."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+import gdb
+
+from . import core
+from .core import FgkError
+
+EXT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # fgk-gdb/
+KERNEL_SCRIPT = "vmlinux-gdb.py"
+
+
+class State:
+    """What the last `fgk attach` found and loaded."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.vmlinux = None          # the vmlinux given or found
+        self.loaded = None           # the file passed to symbol-file
+        self.relinked = None         # vmlinux.fgk, when shuffled
+        self.seed = None
+        self.seed_source = None
+        self.offset = None
+        self.offset_source = None
+        self.shuffled = None         # True / False / None (unknown)
+        self.nsections = 0
+        self.verified = None         # text, how the seed was checked
+        self.modules = {}            # name -> (ko path or None, nsections)
+        self.timings = {}
+
+
+STATE = State()
+_MODULE_BP = None
+_elf_cache: dict = {}
+_ko_cache: dict = {}
+
+
+def _clear_caches(_event=None):
+    """Caches of parsed files: dropped whenever gdb loads or drops files."""
+    for e in _elf_cache.values():
+        try:
+            e.close()
+        except Exception:
+            pass
+    _elf_cache.clear()
+
+
+def _on_exited(_event=None):
+    _clear_caches()
+    _ko_cache.clear()
+    STATE.modules.clear()
+
+
+def elf(path) -> core.Elf:
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
+    e = _elf_cache.get(key)
+    if e is None:
+        e = _elf_cache[key] = core.Elf(path)
+    return e
+
+
+def say(msg):
+    gdb.write(f"fgk: {msg}\n")
+    gdb.flush()
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise FgkError(f"{message} (see 'help {self.prog}')")
+
+    def exit(self, status=0, message=None):
+        raise FgkError(message or "bad arguments")
+
+
+# --------------------------------------------------------------------------
+# talking to the guest
+
+def check_connected():
+    inf = gdb.selected_inferior()
+    thr = gdb.selected_thread()
+    if inf is None or inf.pid == 0 or thr is None:
+        raise FgkError("no guest connected: start one with 'qemu-profiles/run debug "
+                       "--gdb PORT' and connect with 'target remote 127.0.0.1:PORT' first")
+    if thr.is_running():
+        raise FgkError("the guest is running: stop it first (Ctrl-C or 'interrupt'), "
+                       "then retry")
+    return inf
+
+
+def read_guest(addr, size):
+    """Guest memory, or None if it cannot be read."""
+    try:
+        return bytes(gdb.selected_inferior().read_memory(addr, size))
+    except gdb.MemoryError:
+        return None
+
+
+def monitor_registers():
+    try:
+        text = gdb.execute("monitor info registers", to_string=True)
+    except gdb.error as e:
+        raise FgkError(f"'monitor info registers' failed ({e}): is gdb connected to "
+                       "QEMU's gdbstub? Otherwise pass --offset") from None
+    return core.parse_monitor_registers(text)
+
+
+def kernel_offset_from_guest(regs, divide_error):
+    base, limit = regs["IDT"]
+    if limit < 15:
+        raise FgkError(f"the guest's IDT is empty (base {base:#x} limit {limit:#x})")
+    gate = read_guest(base, 16)
+    if gate is None:
+        raise FgkError(f"cannot read IDT gate 0 at {base:#x}: pass --offset")
+    if not core.gate_present(gate):
+        raise FgkError("IDT gate 0 is not present: the kernel has not set up its IDT "
+                       "yet; attach later or pass --offset")
+    return core.kernel_offset_from_idt(core.decode_idt_gate(gate), divide_error.value)
+
+
+def check_build_id(vm: core.Elf, offset, offset_given=False):
+    notes = vm.section(".notes")
+    if notes is None or not notes.addr:
+        return "no .notes section: build-id not checked"
+    want = vm.section_data(notes)
+    have = read_guest(notes.addr + offset, len(want))
+    bid = vm.build_id() or "?"
+    if have != want:
+        if offset_given:
+            raise FgkError(f"the build-id note of {vm.path} ({bid}) is not at "
+                           f"{notes.addr + offset:#x} in guest memory: wrong --offset "
+                           f"{offset:#x} (omit it to read the offset from the IDT) or "
+                           "wrong vmlinux")
+        raise FgkError(f"vmlinux build-id differs from the guest's: {vm.path} has "
+                       f"{bid}, but its .notes are not at {notes.addr + offset:#x} in "
+                       "guest memory; pass the vmlinux that the guest booted (--vmlinux)")
+    return f"build-id {bid} matches"
+
+
+def check_banner(vm: core.Elf, banner, offset):
+    want = vm.read_addr(banner.value, banner.size or 64)
+    have = read_guest(banner.value + offset, len(want))
+    if have != want:
+        raise FgkError(f"linux_banner is not at {banner.value + offset:#x} in guest memory "
+                       f"with offset {offset:#x}: wrong offset or wrong vmlinux")
+
+
+def read_boot_info(vm: core.Elf, sym, offset) -> core.BootInfo:
+    data = read_guest(sym.value + offset, core.BOOT_INFO_SIZE)
+    if data is None:
+        raise FgkError(f"seed unreadable: cannot read fgkaslr_boot_info at "
+                       f"{sym.value + offset:#x}: pass --seed")
+    return core.decode_boot_info(data)
+
+
+def verify_seed(relinked: core.Elf, layout_sections, offset, seed):
+    picks = core.pick_sections(layout_sections, 32)
+    pairs = []
+    for s in picks:
+        new, size = int(s["new"], 16), int(s["size"], 16)
+        want = relinked.read_addr(new, min(size, 32))
+        pairs.append((s["name"], want, read_guest(new + offset, len(want))))
+    res = core.match_bytes(pairs)
+    if not res.ok():
+        raise FgkError(f"the guest's code does not match seed {seed} (wrong seed or wrong "
+                       f"vmlinux): {res.equal}/{res.total} bytes of {len(picks)} shuffled "
+                       "functions agree; nothing loaded")
+    return res
+
+
+# --------------------------------------------------------------------------
+# loading
+
+def load_symbols(path, offset):
+    confirm = gdb.parameter("confirm")
+    gdb.execute("set confirm off")
+    try:
+        gdb.execute(f"symbol-file -o {offset:#x} {core.quote(path)}", to_string=True)
+    finally:
+        if confirm:
+            gdb.execute("set confirm on")
+
+
+def kernel_script_candidates(vmlinux):
+    d = os.path.dirname(os.path.abspath(vmlinux))
+    return [os.path.join(d, KERNEL_SCRIPT), os.path.join(d, "build", KERNEL_SCRIPT),
+            os.path.join(d, "build", "scripts", "gdb", KERNEL_SCRIPT)]
+
+
+def load_kernel_scripts(vmlinux):
+    """Source the kernel's scripts/gdb (lx-dmesg, lx-ps, ...) once."""
+    try:
+        gdb.execute("help lx-dmesg", to_string=True)
+        return "already loaded"
+    except gdb.error:
+        pass
+    for cand in kernel_script_candidates(vmlinux):
+        if os.path.isfile(cand):
+            d = os.path.dirname(cand)
+            gdb.execute(f"add-auto-load-safe-path {core.quote(d)}")
+            try:
+                gdb.execute(f"source {core.quote(cand)}", to_string=True)
+            except gdb.error as e:
+                return f"{cand} failed: {e}"
+            return f"loaded {cand}"
+    return "not found (build with CONFIG_GDB_SCRIPTS)"
+
+
+def module_roots(vmlinux):
+    d = os.path.dirname(os.path.abspath(vmlinux))
+    roots = [p for p in os.environ.get("FGK_MODULE_PATH", "").split(":") if p]
+    roots += [os.path.join(d, "modules"), os.path.join(d, "build"), d]
+    return roots
+
+
+def ko_index(vmlinux):
+    key = os.path.abspath(vmlinux)
+    if key not in _ko_cache:
+        # vmlinux's own directory may be the whole build tree: walk it last
+        _ko_cache[key] = core.find_module_files(module_roots(vmlinux))
+    return _ko_cache[key]
+
+
+def module_sections(mod):
+    sa = mod["sect_attrs"]
+    secs = {}
+    if int(sa) == 0:
+        return secs
+    for i in range(int(sa["nsections"])):
+        attr = sa["attrs"][i]
+        name = attr["battr"]["attr"]["name"].string()
+        secs[name] = int(attr["address"])
+    return secs
+
+
+def load_module(mod, vmlinux, quiet=False):
+    name = mod["name"].string()
+    secs = module_sections(mod)
+    idx = ko_index(vmlinux)
+    ko = idx.get(name.replace("-", "_"))
+    if ko is None:
+        STATE.modules[name] = (None, len(secs))
+        if not quiet:
+            say(f"module {name}: no {name}.ko under {', '.join(module_roots(vmlinux))} "
+                "(set FGK_MODULE_PATH)")
+        return False
+    cmd = core.add_symbol_file_command(ko, secs)
+    confirm = gdb.parameter("confirm")
+    gdb.execute("set confirm off")
+    try:
+        gdb.execute(cmd, to_string=True)
+    finally:
+        if confirm:
+            gdb.execute("set confirm on")
+    STATE.modules[name] = (ko, sum(1 for a in secs.values() if a))
+    if not quiet:
+        say(f"module {name}: {ko} ({STATE.modules[name][1]} sections)")
+    return True
+
+
+def each_module():
+    try:
+        head = gdb.parse_and_eval("modules")
+    except gdb.error:
+        return
+    mtype = gdb.lookup_type("struct module")
+    off = next(f.bitpos // 8 for f in mtype.fields() if f.name == "list")
+    charp = gdb.lookup_type("char").pointer()
+    node = head["next"]
+    end = head.address
+    n = 0
+    while int(node) != int(end) and n < 10000:
+        yield (node.cast(charp) - off).cast(mtype.pointer()).dereference()
+        node = node["next"]
+        n += 1
+
+
+def load_all_modules(vmlinux):
+    STATE.modules.clear()
+    count = 0
+    for mod in each_module():
+        if load_module(mod, vmlinux):
+            count += 1
+    return count
+
+
+class ModuleBreakpoint(gdb.Breakpoint):
+    """Loads a module's symbols when the kernel initializes it."""
+
+    def __init__(self):
+        super().__init__("do_init_module", internal=True)
+        self.silent = True
+
+    def stop(self):
+        try:
+            mod = gdb.parse_and_eval("mod").dereference()
+            if STATE.vmlinux:
+                load_module(mod, STATE.vmlinux)
+        except Exception as e:          # never stop the guest for this
+            gdb.write(f"fgk: module symbols: {e}\n")
+        return False
+
+
+def arm_module_breakpoint():
+    global _MODULE_BP
+    if _MODULE_BP is not None and _MODULE_BP.is_valid():
+        _MODULE_BP.delete()
+    _MODULE_BP = None
+    try:
+        gdb.lookup_global_symbol("do_init_module") or gdb.parse_and_eval("do_init_module")
+    except gdb.error:
+        return False
+    _MODULE_BP = ModuleBreakpoint()
+    return True
+
+
+# --------------------------------------------------------------------------
+# attach
+
+def current_vmlinux():
+    pf = gdb.current_progspace().filename
+    if pf and STATE.loaded and os.path.realpath(pf) == os.path.realpath(STATE.loaded):
+        return STATE.vmlinux
+    return pf
+
+
+def attach(argv):
+    t0 = time.monotonic()
+    p = _Parser(prog="fgk attach", add_help=False)
+    p.add_argument("--vmlinux")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--seed")
+    g.add_argument("--seed-file")
+    p.add_argument("--offset")
+    p.add_argument("--no-modules", action="store_true")
+    a = p.parse_args(argv)
+
+    check_connected()
+    vmlinux = a.vmlinux or current_vmlinux()
+    if not vmlinux:
+        raise FgkError("no vmlinux: pass --vmlinux PATH or load it first with "
+                       "'file PATH/vmlinux'")
+    vmlinux = os.path.abspath(os.path.expanduser(vmlinux))
+    if not os.path.isfile(vmlinux):
+        raise FgkError(f"no vmlinux: {vmlinux} does not exist (run 'make kernel' or "
+                       "pass --vmlinux PATH)")
+    vm = elf(vmlinux)
+    fg = vm.is_fgkaslr()
+    syms = vm.symbols(["asm_exc_divide_error", "linux_banner", "fgkaslr_boot_info"])
+
+    st = State()
+    st.vmlinux = vmlinux
+    seed = offset = None
+    if a.seed:
+        seed, st.seed_source = core.parse_seed(a.seed), "--seed"
+    elif a.seed_file:
+        rec = core.read_seed_record(a.seed_file)
+        bid = vm.build_id()
+        if rec.get("build-id") and bid and rec["build-id"] != bid:
+            raise FgkError(f"seed record {a.seed_file} is for build-id {rec['build-id']}, "
+                           f"but {vmlinux} has {bid}: pass the matching vmlinux")
+        seed, st.seed_source = rec["seed"], f"seed record {a.seed_file}"
+        if a.offset is None and "offset" in rec:
+            offset, st.offset_source = rec["offset"], f"seed record {a.seed_file}"
+    if a.offset is not None:
+        offset, st.offset_source = core.parse_offset(a.offset), "--offset"
+
+    # is the kernel up (its IDT set)?  Early boot (-S) has IDT base 0.
+    try:
+        regs = monitor_registers()
+        kernel_up = regs["IDT"][0] >= core.KERNEL_HALF
+    except FgkError:
+        if offset is None:
+            raise
+        regs, kernel_up = None, None
+    if kernel_up is None:
+        kernel_up = read_guest(syms["linux_banner"].value + offset, 1) is not None \
+            if "linux_banner" in syms else False
+
+    early = False
+    if not kernel_up:
+        if offset is None:
+            rip = regs.get("RIP", 0) if regs else 0
+            raise FgkError(f"the guest is not running the kernel yet (RIP {rip:#x}, no "
+                           "kernel IDT): continue to a later point, or for a nokaslr "
+                           "boot pass --offset 0 --seed SEED")
+        if fg and seed is None:
+            raise FgkError("seed unreadable: the kernel has not started yet (early boot): "
+                           "pass --seed (the fgkaslr_seed= of the boot)")
+        early = True
+
+    if offset is None:
+        if "asm_exc_divide_error" not in syms:
+            raise FgkError(f"{vmlinux} has no asm_exc_divide_error symbol: not an x86_64 "
+                           "vmlinux? Pass --offset")
+        offset = kernel_offset_from_guest(regs, syms["asm_exc_divide_error"])
+        st.offset_source = "IDT gate 0 -> asm_exc_divide_error"
+    st.offset = offset
+
+    if early:
+        say("the guest has not started the kernel yet: build-id, offset and seed NOT "
+            "verified (loading as told)")
+        st.verified = "not verified (early boot)"
+    else:
+        msg = check_build_id(vm, offset, st.offset_source is not None
+                             and "IDT" not in st.offset_source)
+        if "linux_banner" in syms:
+            check_banner(vm, syms["linux_banner"], offset)
+            msg += ", linux_banner found"
+        st.offset_source += f" ({msg})"
+
+    # the seed
+    if not fg:
+        st.shuffled = False
+        load_symbols(vmlinux, offset)
+        st.loaded = vmlinux
+        say(f"{vmlinux} is not an FG-KASLR build (no .text.* sections): loaded it at "
+            f"offset {offset:#x}")
+    else:
+        if seed is None:
+            if "fgkaslr_boot_info" not in syms:
+                raise FgkError(f"seed unreadable: {vmlinux} has no fgkaslr_boot_info: "
+                               "pass --seed")
+            bi = read_boot_info(vm, syms["fgkaslr_boot_info"], offset)
+            if not bi.valid:
+                raise FgkError("seed unreadable: the decompressor has not run yet (early "
+                               f"boot?), fgkaslr_boot_info.magic is {bi.magic:#x}: pass --seed")
+            if bi.shuffled:
+                seed, st.seed_source = bi.seed, "guest fgkaslr_boot_info"
+            else:
+                st.shuffled = False
+                load_symbols(vmlinux, offset)
+                st.loaded = vmlinux
+                say(f"the guest did not shuffle (flags: {bi.flag_names()}): its layout is "
+                    f"link order; loaded {vmlinux} at offset {offset:#x}")
+        if seed is not None:
+            st.seed = seed
+            st.shuffled = True
+            fgk = core.find_fgk(EXT_DIR)
+            t = time.monotonic()
+            out = core.run_fgk(fgk, "relink", vmlinux, "--seed", seed).strip()
+            relinked = out.splitlines()[-1].strip() if out else ""
+            if not os.path.isfile(relinked):
+                raise FgkError(f"'fgk relink' printed no file name ({out!r})")
+            st.timings["relink"] = time.monotonic() - t
+            layout = json.loads(core.run_fgk(fgk, "layout", vmlinux, "--seed", seed, "--json"))
+            st.nsections = len(layout["sections"])
+            st.relinked = relinked
+            if not early:
+                res = verify_seed(elf(relinked), layout["sections"], offset, seed)
+                st.verified = (f"{res.equal}/{res.total} code bytes of "
+                               f"{len(res.per_section)} shuffled functions match")
+            t = time.monotonic()
+            load_symbols(relinked, offset)
+            st.timings["symbol-file"] = time.monotonic() - t
+            st.loaded = relinked
+            say(f"seed {seed} ({st.seed_source}); {st.verified}")
+            say(f"loaded {relinked} at offset {offset:#x} ({st.nsections} shuffled "
+                "sections)")
+
+    STATE.__dict__.update(st.__dict__)
+    say(f"kernel offset {offset:#x} from {st.offset_source}")
+    say(f"kernel gdb scripts: {load_kernel_scripts(vmlinux)}")
+    if not a.no_modules and not early:
+        n = load_all_modules(vmlinux)
+        armed = arm_module_breakpoint()
+        say(f"modules: {n} loaded" + (", later ones on do_init_module" if armed else ""))
+    elif not a.no_modules:
+        armed = arm_module_breakpoint()
+        say("modules: none yet" + (", loaded on do_init_module" if armed else ""))
+    STATE.timings["attach"] = time.monotonic() - t0
+
+
+# --------------------------------------------------------------------------
+# commands
+
+def _run(fn, arg, name):
+    try:
+        return fn(gdb.string_to_argv(arg))
+    except FgkError as e:
+        raise gdb.GdbError(f"fgk {name}: {e}") from None
+
+
+class FgkPrefix(gdb.Command):
+    """Debug kernels built with function-granular KASLR (FG-KASLR).
+
+fgk attach   load the shuffled kernel's symbols for the connected guest
+fgk info     what fgk attach found: files, seed, offset, counts
+fgk addr     translate addresses and symbols (runs 'fgk addr')
+fgk modules  reload the symbols of loaded modules
+
+See docs/fgk-gdb.md in the fgk repository."""
+
+    def __init__(self):
+        super().__init__("fgk", gdb.COMMAND_USER, gdb.COMPLETE_NONE, True)
+
+
+class FgkAttach(gdb.Command):
+    """Load the symbols of the FG-KASLR kernel running in the connected guest.
+
+Usage: fgk attach [--vmlinux PATH] [--seed SEED | --seed-file RECORD]
+                  [--offset BASE] [--no-modules]
+
+With the guest stopped (target remote to QEMU's gdbstub):
+ 1. the base KASLR offset comes from IDT gate 0 (its handler minus
+    asm_exc_divide_error), checked against the vmlinux's build-id note and
+    linux_banner in guest memory; --offset BASE overrides it;
+ 2. the seed comes from the kernel's fgkaslr_boot_info; --seed or
+    --seed-file override it;
+ 3. 'fgk relink' writes (or reuses from its cache) vmlinux.fgk, the vmlinux
+    relinked in the guest's order; it is checked against the guest's code
+    (32 shuffled functions) and loaded with 'symbol-file -o OFFSET';
+ 4. every loaded module's .ko is loaded with all its section addresses, and
+    a breakpoint on do_init_module loads modules inserted later.
+The vmlinux is --vmlinux or the file gdb has loaded.  Before the kernel has
+started (QEMU -S, nokaslr fgkaslr_seed=S) use --offset 0 --seed S: nothing is
+verified then, and hbreak works on shuffled functions from the first
+instruction.  A vmlinux without .text.* sections is loaded at the offset."""
+
+    def __init__(self):
+        super().__init__("fgk attach", gdb.COMMAND_USER, gdb.COMPLETE_FILENAME)
+
+    def invoke(self, arg, from_tty):
+        _run(attach, arg, "attach")
+
+
+class FgkInfo(gdb.Command):
+    """Show what 'fgk attach' found.
+
+Usage: fgk info
+Prints the vmlinux, the relinked file, the seed, the base offset and where
+each came from, the number of shuffled sections and of modules loaded."""
+
+    def __init__(self):
+        super().__init__("fgk info", gdb.COMMAND_USER, gdb.COMPLETE_NONE)
+
+    def invoke(self, arg, from_tty):
+        s = STATE
+        if s.vmlinux is None:
+            gdb.write("fgk: not attached (run 'fgk attach')\n")
+            return
+        off = f"{s.offset:#x}" if s.offset is not None else "-"
+        lines = [
+            ("vmlinux", s.vmlinux),
+            ("loaded", s.loaded or "-"),
+            ("relinked", s.relinked or "- (layout is link order)"),
+            ("seed", f"{s.seed} (from {s.seed_source})" if s.seed else "-"),
+            ("offset", f"{off} (from {s.offset_source})"),
+            ("verified", s.verified or "-"),
+            ("shuffled sections", str(s.nsections)),
+            ("modules", f"{sum(1 for k, _ in s.modules.values() if k)} loaded, "
+                        f"{sum(1 for k, _ in s.modules.values() if not k)} without .ko"),
+        ]
+        for k, v in lines:
+            gdb.write(f"{k + ':':19} {v}\n")
+        for name, (ko, n) in sorted(s.modules.items()):
+            gdb.write(f"  {name}: {ko or 'no .ko found'} ({n} sections)\n")
+
+
+def addr_cmd(argv):
+    s = STATE
+    if s.vmlinux is None:
+        raise FgkError("not attached: run 'fgk attach' first")
+    if not argv:
+        raise FgkError("usage: fgk addr ADDR|SYMBOL[+OFF]...")
+    if not s.seed:
+        raise FgkError("the guest's layout is link order (no seed): use 'info symbol'")
+    fgk = core.find_fgk(EXT_DIR)
+    try:
+        out = core.run_fgk(fgk, "addr", s.vmlinux, "--seed", s.seed,
+                           "--offset", f"{s.offset:#x}", *argv)
+    except FgkError as e:
+        raise FgkError(str(e)) from None
+    gdb.write(out)
+
+
+class FgkAddr(gdb.Command):
+    """Translate runtime addresses and symbols of the attached kernel.
+
+Usage: fgk addr ADDR|SYMBOL[+OFF]...
+Runs 'fgk addr VMLINUX --seed SEED --offset OFFSET ARGS' with the seed and
+offset of the last 'fgk attach'.  Output columns: item, runtime address,
+link address, symbol+offset/size, shuffled section ('-' if not moved)."""
+
+    def __init__(self):
+        super().__init__("fgk addr", gdb.COMMAND_USER, gdb.COMPLETE_SYMBOL)
+
+    def invoke(self, arg, from_tty):
+        _run(addr_cmd, arg, "addr")
+
+
+def modules_cmd(argv):
+    if STATE.vmlinux is None:
+        raise FgkError("not attached: run 'fgk attach' first")
+    check_connected()
+    _ko_cache.clear()
+    n = load_all_modules(STATE.vmlinux)
+    arm_module_breakpoint()
+    say(f"modules: {n} loaded")
+
+
+class FgkModules(gdb.Command):
+    """Reload the symbols of every module loaded in the guest.
+
+Usage: fgk modules
+Walks the kernel's module list; for each module finds NAME.ko (under
+$FGK_MODULE_PATH, <vmlinux dir>/modules and the kernel build tree) and runs
+'add-symbol-file' with the address of every section (a shuffled module has
+one .text.* section per function).  Also re-arms the do_init_module
+breakpoint that loads modules inserted later."""
+
+    def __init__(self):
+        super().__init__("fgk modules", gdb.COMMAND_USER, gdb.COMPLETE_NONE)
+
+    def invoke(self, arg, from_tty):
+        _run(modules_cmd, arg, "modules")
+
+
+def register():
+    FgkPrefix()
+    FgkAttach()
+    FgkInfo()
+    FgkAddr()
+    FgkModules()
+    gdb.events.new_objfile.connect(_clear_caches)
+    gdb.events.exited.connect(_on_exited)
