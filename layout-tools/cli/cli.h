@@ -15,6 +15,13 @@ struct cli_cmd {
 
 extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed, cmd_relink,
 	cmd_symbolize;
+extern const struct cli_cmd cmd_crash;	/* cli/crash.c */
+
+/* cli/relink.c: the cached vmlinux.fgk of (vm, seed), made if missing. */
+int cli_relink_cached(struct fgk_vmlinux *vm, const struct fgk_seed *seed,
+		      const char *fallback_out, char **path, bool *cached);
+/* cli/capture.c: `fgk seed capture ...` (argv[0] == "capture"). */
+int cli_seed_capture(int argc, char **argv);
 
 /* Print "fgk: <file>: <problem>" to stderr, free err, return exit status 1. */
 int cli_fail(struct fgk_error *err);

@@ -201,3 +201,43 @@ const struct cli_cmd cmd_relink = {
 	.help = help,
 	.run = run,
 };
+
+/*
+ * For other commands (fgk crash): the cached vmlinux.fgk of (vm, seed),
+ * relinked now if missing, exactly as `fgk relink` does.  Without a usable
+ * cache (no build-id, no cache directory) it is written to fallback_out.
+ * *path is malloc'd; *cached says whether it was already there.
+ */
+int cli_relink_cached(struct fgk_vmlinux *vm, const struct fgk_seed *seed,
+		      const char *fallback_out, char **path, bool *cached)
+{
+	struct fgk_layout *l = NULL;
+	struct fgk_error *err;
+	char *cache, *cdir = NULL;
+
+	cache = cache_path(fgk_vmlinux_build_id(vm), seed, &cdir);
+	*cached = false;
+	if (cache && access(cache, R_OK) == 0) {
+		free(cdir);
+		*path = cache;
+		*cached = true;
+		return 0;
+	}
+	if (cache && mkdirs(cdir) < 0) {
+		free(cache);
+		cache = NULL;
+	}
+	free(cdir);
+	if (!cache && !(cache = strdup(fallback_out)))
+		return cli_fail(&fgk_enomem);
+	err = fgk_layout_compute(vm, seed, &l);
+	if (!err)
+		err = fgk_relink(vm, l, cache, NULL);
+	fgk_layout_free(l);
+	if (err) {
+		free(cache);
+		return cli_fail(err);
+	}
+	*path = cache;
+	return 0;
+}

@@ -12,6 +12,8 @@ static const char help[] =
 "       fgk seed record (--seed SEED | --seed-file RECORD) --vmlinux VMLINUX\n"
 "                       [--offset BASE] [--note NOTE] [-o FILE]\n"
 "       fgk seed show FILE [--vmlinux VMLINUX]\n"
+"       fgk seed capture (--vmcore DUMP | --text FILE | --oops FILE --vmlinux VMLINUX)\n"
+"                        [--note NOTE] [-o FILE]   (see 'fgk seed capture --help')\n"
 "\n"
 "parse   check seed text and print it canonically (64 lowercase hex digits).\n"
 "        Accepts the /proc/fgkaslr_seed text, 'fgkaslr_seed=<64 hex>', or the\n"
@@ -192,7 +194,7 @@ static int do_show(int argc, char **argv)
 static int run(int argc, char **argv)
 {
 	if (argc < 2)
-		return cli_usage_error(&cmd_seed, "missing subcommand (parse, random, record, show)");
+		return cli_usage_error(&cmd_seed, "missing subcommand (parse, random, record, show, capture)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return cli_help(&cmd_seed);
 	if (!strcmp(argv[1], "parse"))
@@ -203,6 +205,8 @@ static int run(int argc, char **argv)
 		return do_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "show"))
 		return do_show(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "capture"))	/* cli/capture.c */
+		return cli_seed_capture(argc - 1, argv + 1);
 	return cli_usage_error(&cmd_seed, "unknown subcommand '%s'", argv[1]);
 }
 

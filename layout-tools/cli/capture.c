@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: GPL-2.0
+/* fgk seed capture: a seed record from a dump, /proc/fgkaslr_seed text or an oops. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char help[] =
+"usage: fgk seed capture --vmcore DUMP [--vmlinux VMLINUX] [--note NOTE] [-o FILE]\n"
+"       fgk seed capture --text FILE [--vmlinux VMLINUX] [--offset BASE] [--note NOTE] [-o FILE]\n"
+"       fgk seed capture --oops FILE --vmlinux VMLINUX [--note NOTE] [-o FILE]\n"
+"\n"
+"Write the seed record (docs/seed-records.md) of a boot that already happened.\n"
+"\n"
+"--vmcore DUMP  from the dump's VMCOREINFO: FGKASLR_SEED, BUILD-ID, OSRELEASE,\n"
+"               KERNELOFFSET (ELF or kdump-compressed).  With --vmlinux, its\n"
+"               build-id must be the dump's.\n"
+"--text FILE    from text holding what the guest's /proc/fgkaslr_seed said (a\n"
+"               serial log, a script's output; '-' is stdin): a word of 64 hex\n"
+"               digits, or fgkaslr_seed=/FGKASLR_SEED= followed by one.  A\n"
+"               'Kernel Offset:' line gives the offset and 'Linux version' the\n"
+"               release; --vmlinux adds its build-id and release.\n"
+"--oops FILE    an oops or panic log and the vmlinux it came from.  The seed\n"
+"               itself is only derivable when the log contains it (a 256-bit\n"
+"               ChaCha20 key cannot be recovered from function addresses);\n"
+"               the base offset comes from 'Kernel Offset:' or from a stack\n"
+"               frame of an unshuffled function.\n"
+"--offset BASE  base KASLR offset to record (overrides what the input says)\n"
+"-o FILE        write the record atomically to FILE (default: stdout)\n";
+
+enum { OPT_VMCORE = 0x400, OPT_TEXT, OPT_OOPS, OPT_VMLINUX, OPT_NOTE };
+
+static char *slurp(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (!f)
+		return NULL;
+	for (;;) {
+		size_t n;
+
+		if (cap - len < 65536) {
+			char *nb = realloc(buf, cap = cap * 2 + 65536);
+
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				errno = ENOMEM;
+				break;
+			}
+			buf = nb;
+		}
+		n = fread(buf + len, 1, cap - len - 1, f);
+		len += n;
+		if (n == 0) {
+			if (ferror(f)) {
+				free(buf);
+				buf = NULL;
+				errno = EIO;
+			}
+			break;
+		}
+	}
+	if (buf)
+		buf[len] = '\0';
+	if (f != stdin)
+		fclose(f);
+	return buf;
+}
+
+/* Seed words in text: 0 none, 1 one (in *seed), -1 several different. */
+static int scan_seed(const char *text, struct fgk_seed *seed, bool *disabled)
+{
+	const char *p = text;
+	int found = 0;
+
+	*disabled = false;
+	while (*p) {
+		const char *b, *e;
+		char word[128];
+		struct fgk_seed s;
+		struct fgk_error *err;
+
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		b = p;
+		while (*p && !isspace((unsigned char)*p))
+			p++;
+		e = p;
+		if (e - b >= (ptrdiff_t)sizeof(word) || e == b)
+			continue;
+		memcpy(word, b, e - b);
+		word[e - b] = '\0';
+		if (!strcmp(word, "FGKASLR_SEED=disabled") ||
+		    !strcmp(word, "fgkaslr_seed=disabled")) {
+			*disabled = true;
+			continue;
+		}
+		{
+			char *w = word;
+
+			if (!strncasecmp(w, "fgkaslr_seed=", 13))
+				w += 13;
+			if (strlen(w) != FGK_SEED_HEX_LEN)
+				continue;
+			err = fgk_seed_parse(w, &s);
+		}
+		if (err) {
+			fgk_error_free(err);
+			continue;
+		}
+		if (found && memcmp(&s, seed, sizeof(s)))
+			return -1;
+		*seed = s;
+		found = 1;
+	}
+	return found;
+}
+
+/* "Kernel Offset: 0x1c000000 from 0xffffffff81000000" / "Kernel Offset: disabled" */
+static bool scan_offset(const char *text, uint64_t *off)
+{
+	const char *p = text, *last = NULL;
+
+	while ((p = strstr(p, "Kernel Offset: ")) != NULL) {
+		last = p;
+		p++;
+	}
+	if (!last)
+		return false;
+	last += strlen("Kernel Offset: ");
+	if (!strncmp(last, "disabled", 8)) {
+		*off = 0;
+		return true;
+	}
+	return sscanf(last, "%" SCNx64, off) == 1;
+}
+
+static char *scan_release(const char *text)
+{
+	const char *p = strstr(text, "Linux version ");
+	size_t n;
+
+	if (!p)
+		return NULL;
+	p += strlen("Linux version ");
+	n = strcspn(p, " \t\n");
+	return n ? strndup(p, n) : NULL;
+}
+
+int cli_seed_capture(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "vmcore", required_argument, NULL, OPT_VMCORE },
+		{ "text", required_argument, NULL, OPT_TEXT },
+		{ "oops", required_argument, NULL, OPT_OOPS },
+		{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+		{ "note", required_argument, NULL, OPT_NOTE },
+		{ "offset", required_argument, NULL, OPT_OFFSET },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const char *vmcore = NULL, *textfile = NULL, *vmlinux = NULL;
+	const char *note = NULL, *output = NULL, *offset_text = NULL;
+	struct fgk_seed_record rec = { 0 };
+	struct fgk_vmcoreinfo vi = { 0 };
+	struct fgk_vmlinux *vm = NULL;
+	struct fgk_error *err = NULL;
+	char *text = NULL, *release = NULL;
+	bool oops = false;
+	int opt, rc = 1, sources = 0;
+
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'h':
+			fputs(help, stdout);
+			return cli_finish_stdout(0);
+		case OPT_VMCORE:
+			vmcore = optarg;
+			sources++;
+			break;
+		case OPT_OOPS:
+			oops = true;
+			/* fall through */
+		case OPT_TEXT:
+			textfile = optarg;
+			sources++;
+			break;
+		case OPT_VMLINUX:
+			vmlinux = optarg;
+			break;
+		case OPT_NOTE:
+			note = optarg;
+			break;
+		case OPT_OFFSET:
+			offset_text = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		default:
+			return cli_usage_error(&cmd_seed, "capture: bad option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(&cmd_seed, "capture: unexpected argument '%s'", argv[optind]);
+	if (sources != 1)
+		return cli_usage_error(&cmd_seed, "capture needs exactly one of --vmcore, --text, --oops");
+	if (oops && !vmlinux)
+		return cli_usage_error(&cmd_seed, "capture --oops needs --vmlinux VMLINUX");
+	if (offset_text) {
+		if (!cli_parse_hex(offset_text, &rec.offset))
+			return cli_errorf("--offset '%s': not a hex number (e.g. 0x1a000000)",
+					  offset_text);
+		rec.has_offset = true;
+	}
+	if (vmlinux) {
+		err = fgk_vmlinux_open(vmlinux, &vm);
+		if (err)
+			return cli_fail(err);
+	}
+
+	if (vmcore) {
+		err = fgk_vmcore_read(vmcore, &vi);
+		if (err)
+			goto fail;
+		if (vi.seed_state != FGK_VMCORE_SEED_PRESENT) {
+			rc = cli_errorf("%s: %s: no seed to record", vmcore,
+					vi.seed_state == FGK_VMCORE_SEED_DISABLED
+					? "FG-KASLR was disabled in that boot (FGKASLR_SEED=disabled)"
+					: "no FGKASLR_SEED in its VMCOREINFO (a kernel without the FG-KASLR series?)");
+			goto out;
+		}
+		if (vm && vi.build_id && fgk_vmlinux_build_id(vm) &&
+		    strcmp(vi.build_id, fgk_vmlinux_build_id(vm))) {
+			rc = cli_errorf("vmlinux '%s' (build-id %s) is not the kernel of dump '%s' (build-id %s)",
+					vmlinux, fgk_vmlinux_build_id(vm), vmcore, vi.build_id);
+			goto out;
+		}
+		rec.seed = vi.seed;
+		rec.build_id = vi.build_id;
+		rec.release = vi.osrelease;
+		if (!rec.has_offset && vi.has_offset) {
+			rec.has_offset = true;
+			rec.offset = vi.offset;
+		}
+	} else {
+		bool disabled;
+		int n;
+
+		text = slurp(textfile);
+		if (!text) {
+			rc = cli_errorf("%s: cannot read: %s", textfile, strerror(errno));
+			goto out;
+		}
+		n = scan_seed(text, &rec.seed, &disabled);
+		if (n < 0) {
+			rc = cli_errorf("%s: several different seeds in the text; cut it to one boot",
+					textfile);
+			goto out;
+		}
+		if (n == 0) {
+			rc = cli_errorf(disabled
+					? "%s: FG-KASLR was disabled in that boot: no seed to record"
+					: oops
+					? "%s: the log does not contain the seed (/proc/fgkaslr_seed or FGKASLR_SEED=); it cannot be derived from function addresses: capture it from the guest or a dump"
+					: "%s: no seed found (expected the 64 hex digits of /proc/fgkaslr_seed)",
+					textfile);
+			goto out;
+		}
+		if (!rec.has_offset)
+			rec.has_offset = scan_offset(text, &rec.offset);
+		if (!rec.has_offset && vm) {
+			/* an unshuffled frame (func+off/size) gives the base offset */
+			struct fgk_symbolizer *s;
+			uint64_t off;
+			const char *src;
+
+			err = fgk_symbolizer_new(vm, NULL, NULL, &s);
+			if (err)
+				goto fail;
+			for (char *line = text, *nl; line && *line; line = nl) {
+				nl = strchr(line, '\n');
+				if (nl)
+					*nl = '\0';
+				fgk_symbolizer_learn(s, line);
+				if (nl)
+					*nl++ = '\n';
+			}
+			if (fgk_symbolizer_get_offset(s, &off, &src)) {
+				rec.has_offset = true;
+				rec.offset = off;
+			}
+			fgk_symbolizer_free(s);
+		}
+		release = scan_release(text);
+		rec.release = release;
+	}
+	if (vm) {
+		if (!rec.build_id)
+			rec.build_id = (char *)fgk_vmlinux_build_id(vm);
+		if (fgk_vmlinux_release(vm))
+			rec.release = (char *)fgk_vmlinux_release(vm);
+	}
+	rec.note = (char *)note;
+	if (output) {
+		err = fgk_seed_record_write(&rec, output);
+		if (err)
+			goto fail;
+		rc = 0;
+	} else {
+		char *out;
+
+		err = fgk_seed_record_format(&rec, &out);
+		if (err)
+			goto fail;
+		fputs(out, stdout);
+		free(out);
+		rc = cli_finish_stdout(0);
+	}
+	goto out;
+fail:
+	rc = cli_fail(err);
+out:
+	free(text);
+	free(release);
+	fgk_vmcoreinfo_clear(&vi);
+	fgk_vmlinux_close(vm);
+	return rc;
+}
