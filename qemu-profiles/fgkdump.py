@@ -1,0 +1,247 @@
+"""fgkdump: save crash dumps of a panicking guest (``qemu-profiles/run --dump-dir``).
+
+With ``--dump-dir DIR`` the runner boots the guest with ``panic=0
+oops=panic`` (a panic waits forever instead of rebooting, an oops panics),
+QEMU's ``-device vmcoreinfo`` and a QMP socket.  When the console shows the
+end of a kernel panic it asks QEMU, over QMP, for ``dump-guest-memory``
+twice and then stops the guest.  DIR receives:
+
+  vmcore          ELF core with paging (virtual and physical addresses) and
+                  the guest's VMCOREINFO note: crash, drgn, gdb, fgk crash
+  vmcore.kdump    kdump-compressed (zlib), reassembled from QEMU's flattened
+                  stream into the regular diskdump layout (``makedumpfile
+                  -R``) so libkdumpfile reads it too: crash, fgk crash
+  vmcoreinfo      the VMCOREINFO text
+  serial.log      the kernel console
+  output          what the guest script printed (ttyS1)
+  seed            seed record (docs/seed-records.md): the seed from
+                  FGKASLR_SEED in VMCOREINFO or what the script printed of
+                  /proc/fgkaslr_seed, the build-id and release from
+                  VMCOREINFO, the offset from the "Kernel Offset:" line.
+                  Not written when the kernel has no seed (no FG-KASLR).
+
+Used as a module by tests (tests/test_crash.py) and bench/crash-start.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import struct
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import fgkrun
+
+APPEND = "panic=0 oops=panic"
+PANIC_END_RE = re.compile(rb"---\[ end Kernel panic")
+KERNEL_OFFSET_RE = re.compile(r"Kernel Offset: (0x[0-9a-fA-F]+|disabled)")
+SEED_WORD_RE = re.compile(r"(?:^|[\s=:])([0-9a-fA-F]{64})(?=\s|$)", re.M)
+
+
+# --------------------------------------------------------------------------
+# VMCOREINFO of an ELF core (no dependencies)
+
+def elf_vmcoreinfo(path) -> str | None:
+    """The VMCOREINFO note of an ELF core as text, or None."""
+    with open(path, "rb") as f:
+        ehdr = f.read(64)
+        if len(ehdr) < 64 or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+            raise ValueError(f"{path}: not a 64-bit ELF core")
+        phoff, = struct.unpack_from("<Q", ehdr, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
+        f.seek(phoff)
+        phdrs = f.read(phentsize * phnum)
+        for i in range(phnum):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", phdrs, i * phentsize)
+            if p_type != 4:         # PT_NOTE
+                continue
+            f.seek(p_offset)
+            data = f.read(p_filesz)
+            pos = 0
+            while pos + 12 <= len(data):
+                namesz, descsz, _ = struct.unpack_from("<III", data, pos)
+                pos += 12
+                name = data[pos:pos + namesz].rstrip(b"\0")
+                pos += (namesz + 3) & ~3
+                desc = data[pos:pos + descsz]
+                pos += (descsz + 3) & ~3
+                if name == b"VMCOREINFO":
+                    return desc.rstrip(b"\0").decode("utf-8", "replace")
+    return None
+
+
+def parse_vmcoreinfo(text: str) -> dict:
+    out = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            out[key] = value.strip()
+    return out
+
+
+def unflatten(src, dst):
+    """makedumpfile -R: rewrite a flattened kdump stream as a regular file."""
+    with open(src, "rb") as f, open(dst, "wb") as o:
+        if f.read(4096)[:12] != b"makedumpfile":
+            raise ValueError(f"{src}: not a flattened kdump file")
+        while True:
+            hdr = f.read(16)
+            if len(hdr) < 16:
+                raise ValueError(f"{src}: truncated flattened stream")
+            off, size = struct.unpack(">qq", hdr)
+            if off == -1:
+                return
+            o.seek(off)
+            while size > 0:
+                chunk = f.read(min(size, 1 << 22))
+                if not chunk:
+                    raise ValueError(f"{src}: truncated flattened record")
+                o.write(chunk)
+                size -= len(chunk)
+
+
+def seed_from_text(text: str) -> str | None:
+    """The one 64-hex-digit word of /proc/fgkaslr_seed output in text."""
+    seeds = {m.group(1).lower() for m in SEED_WORD_RE.finditer(text)}
+    return seeds.pop() if len(seeds) == 1 else None
+
+
+# --------------------------------------------------------------------------
+
+@dataclass
+class DumpResult:
+    result: fgkrun.Result
+    dump_dir: Path
+    files: dict = field(default_factory=dict)   # name -> Path
+    vmcoreinfo: dict = field(default_factory=dict)
+    record: dict | None = None                  # seed record fields
+    message: str = ""
+
+    @property
+    def dumped(self) -> bool:
+        return "vmcore" in self.files
+
+
+def _qmp_dump(guest, path: Path, fmt: str | None):
+    kw = {"paging": fmt is None, "protocol": f"file:{path.resolve()}"}
+    if fmt:
+        kw["format"] = fmt
+    fgkrun.qmp_command(guest.qmp_path, "dump-guest-memory", timeout=300, **kw)
+
+
+def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> DumpResult:
+    """Wait for the started guest to panic, dump it into dump_dir, stop it.
+
+    If the guest finishes (or times out) without a panic, nothing is dumped
+    and the Result is the usual one.
+    """
+    dump_dir = Path(dump_dir)
+    dump_dir.mkdir(parents=True, exist_ok=True)
+    deadline = guest.t0 + guest.timeout if guest.timeout > 0 else None
+    panicked = False
+    while True:
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+        if not guest._pump(0.2):
+            break
+        if PANIC_END_RE.search(guest._buf):
+            panicked = True
+            break
+        if fgkrun.MARK_END_RE.search(bytes(guest._buf[-4096:]).decode("utf-8", "replace")):
+            break
+    files = {}
+    msg = ""
+    if panicked:
+        for _ in range(5):              # let the console drain
+            guest._pump(0.1)
+        try:
+            if "elf" in formats:
+                path = dump_dir / "vmcore"
+                path.unlink(missing_ok=True)
+                _qmp_dump(guest, path, None)
+                files["vmcore"] = path
+            if "kdump-zlib" in formats:
+                flat = dump_dir / "vmcore.kdump.flat"
+                path = dump_dir / "vmcore.kdump"
+                flat.unlink(missing_ok=True)
+                _qmp_dump(guest, flat, "kdump-zlib")
+                unflatten(flat, path)
+                flat.unlink()
+                files["vmcore.kdump"] = path
+        except Exception as e:          # QMP or file trouble: say so, keep going
+            msg = f"run: dump failed: {e}"
+    guest.kill()
+    res = guest.wait()
+    out = DumpResult(res, dump_dir, files, message=msg)
+    (dump_dir / "serial.log").write_text(res.log)
+    (dump_dir / "output").write_text(res.output)
+    files["serial.log"] = dump_dir / "serial.log"
+    files["output"] = dump_dir / "output"
+    if not panicked:
+        out.message = out.message or "run: the guest did not panic: no dump taken"
+        return out
+    vmci = None
+    if "vmcore" in files:
+        try:
+            vmci = elf_vmcoreinfo(files["vmcore"])
+        except (OSError, ValueError) as e:
+            out.message = f"run: cannot read VMCOREINFO: {e}"
+    if vmci:
+        (dump_dir / "vmcoreinfo").write_text(vmci)
+        files["vmcoreinfo"] = dump_dir / "vmcoreinfo"
+        out.vmcoreinfo = parse_vmcoreinfo(vmci)
+    vi = out.vmcoreinfo
+    seed = vi.get("FGKASLR_SEED")
+    seed_src = "VMCOREINFO"
+    if not seed or seed == "disabled":
+        seed = seed_from_text(res.output)
+        seed_src = "/proc/fgkaslr_seed in the script output"
+    if not seed and vi.get("FGKASLR_SEED") != "disabled":
+        # a seed printed on the console, e.g. fgkaslr_seed= text
+        seed = seed_from_text(res.log)
+        seed_src = "serial log"
+    offset = None
+    m = None
+    for m in KERNEL_OFFSET_RE.finditer(res.log):
+        pass
+    if m:
+        offset = 0 if m.group(1) == "disabled" else int(m.group(1), 16)
+    elif "KERNELOFFSET" in vi:
+        offset = int(vi["KERNELOFFSET"], 16)
+    if seed and re.fullmatch(r"[0-9a-fA-F]{64}", seed):
+        stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        panic = res.panic_line or "panic"
+        text = (f"# captured by qemu-profiles/run --dump-dir on {stamp}; seed from {seed_src}\n"
+                + fgkrun.format_seed_record(seed, vi.get("BUILD-ID"), vi.get("OSRELEASE"),
+                                            offset, note or panic))
+        (dump_dir / "seed").write_text(text)
+        files["seed"] = dump_dir / "seed"
+        out.record = fgkrun.parse_seed_record(text)
+    return out
+
+
+def dumpable_guest(profile: str = "dump", script: str | None = None, **kw):
+    """An fgkrun.Guest (not started) set up for wait_and_dump(): panic=0
+    oops=panic on the command line, -device vmcoreinfo, a QMP socket."""
+    append = " ".join(a for a in (kw.pop("append", ""), APPEND) if a)
+    extra = list(kw.pop("extra_qemu_args", []) or [])
+    prof = fgkrun.load_profile(profile)
+    if "vmcoreinfo" not in " ".join(prof.qemu_args + extra):
+        extra += ["-device", "vmcoreinfo"]
+    g = fgkrun.Guest(profile, script, append=append, extra_qemu_args=extra, **kw)
+    if g.qmp_path is None:
+        g.qmp_path = g.log_path.with_suffix(".qmp")
+    return g
+
+
+def dump_run(profile: str = "dump", script: str | None = None, dump_dir=None, **kw) -> DumpResult:
+    """Boot, run `script`, dump on panic into dump_dir (module helper for tests)."""
+    g = dumpable_guest(profile, script, **kw)
+    g.start()
+    try:
+        return wait_and_dump(g, dump_dir)
+    finally:
+        g.kill()
