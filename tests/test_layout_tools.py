@@ -380,3 +380,43 @@ def test_real_vmlinux(fixtures):
                        capture_output=True, text=True, env=dict(os.environ, FGK=str(FGK)))
     print(r.stdout, r.stderr)
     assert r.returncode == 0
+
+
+# ------------------------------------------------------------------ robustness
+
+def test_corrupt_elf_never_crashes(fixtures, tmp_path):
+    """Random byte flips / truncations of a fixture: an error line or a
+    result, never a signal, never a multi-line error."""
+    import random
+    data = (fixtures / "fixture.elf").read_bytes()
+    shoff = int.from_bytes(data[0x28:0x30], "little")
+    rnd = random.Random(4)
+    bad = tmp_path / "corrupt.elf"
+    outcomes = {"ok": 0, "error": 0}
+    for it in range(120):
+        b = bytearray(data)
+        mode = it % 4
+        if mode == 0:
+            for _ in range(rnd.randrange(1, 20)):
+                b[rnd.randrange(len(b))] = rnd.randrange(256)
+        elif mode == 1:
+            for _ in range(rnd.randrange(1, 8)):
+                b[rnd.randrange(64)] = rnd.randrange(256)
+        elif mode == 2:
+            for _ in range(rnd.randrange(1, 8)):
+                b[shoff + rnd.randrange(len(data) - shoff)] = rnd.randrange(256)
+        else:
+            b = b[:rnd.randrange(len(b))]
+        bad.write_bytes(bytes(b))
+        for args in (["layout"], ["map"], ["map", "--format", "system-map"]):
+            r = subprocess.run([str(FGK), *args, str(bad), "--seed", S00],
+                               capture_output=True)
+            assert r.returncode >= 0, f"iteration {it} {args}: signal {-r.returncode}"
+            if r.returncode:
+                assert len(r.stderr.splitlines()) == 1, (it, args, r.stderr)
+                assert r.stdout == b""
+                outcomes["error"] += 1
+            else:
+                outcomes["ok"] += 1
+    print(outcomes)
+    assert outcomes["error"] > 0
