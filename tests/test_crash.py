@@ -1,0 +1,389 @@
+"""Crash dumps of a shuffled kernel: qemu-profiles/run --dump-dir, fgk crash,
+fgk seed capture, replay, drgn (issue 7).
+
+One guest boots with a random FG-KASLR seed and base KASLR on, prints its
+/proc/fgkaslr_seed and its whole /proc/kallsyms, and panics through
+`echo c > /proc/sysrq-trigger`; the runner saves an ELF and a
+kdump-compressed dump (module fixture `crashed`).  Then:
+
+  * `fgk crash DUMP -i cmds` (bt, sym, dis -l) on both dumps: the panic
+    stack has the right functions, each frame's address is the oops's
+    func+off on top of the kallsyms address captured before the crash,
+    `sym` addresses equal kallsyms, `dis -l` starts at the kallsyms address
+    with the source line addr2line gives for the unshuffled vmlinux;
+  * a vmlinux of another build (a copy whose build-id note differs) is
+    refused naming both build-ids; truncated dumps and garbage give one-line
+    errors; a dump without VMCOREINFO falls back to --seed-file;
+  * `fgk seed capture` from the dump and from the script output give the
+    runner's record; replaying it boots the same /proc/kallsyms (offset
+    removed);
+  * drgn on the ELF dump with vmlinux.fgk prints the panicking task's stack.
+
+On a kernel without the FG-KASLR series (no .text.* sections in vmlinux) the
+same pipeline runs with the plain vmlinux (the FG-specific tests skip and
+say why): that is the unshuffled baseline of the same tools.
+"""
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BIN_DIR, KERNEL_DIR, REPO, require_kernel
+
+sys.path.insert(0, str(REPO / "qemu-profiles"))
+import fgkdump  # noqa: E402
+import fgkrun  # noqa: E402
+
+FGK = BIN_DIR / "fgk"
+VMLINUX = KERNEL_DIR / "vmlinux"
+PANIC_FUNCS = ["sysrq_handle_crash", "__handle_sysrq", "write_sysrq_trigger"]
+DRGN = shutil.which("drgn")
+CRASH = shutil.which("crash")
+
+GUEST_SCRIPT = r"""
+echo "fgkaslr-seed: $(cat /proc/fgkaslr_seed 2>/dev/null || echo none)"
+echo kallsyms-begin
+cat /proc/kallsyms
+echo kallsyms-end
+echo c > /proc/sysrq-trigger
+"""
+
+
+def run(*cmd, **kw):
+    kw.setdefault("timeout", 600)
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+def is_fg_vmlinux():
+    secs = fgkrun.elf_sections(VMLINUX)
+    return any(n.startswith(".text.") and t == 1 and size > 0
+               for n, (t, _, size) in secs.items())
+
+
+def require_tools():
+    require_kernel()
+    if not FGK.is_file():
+        pytest.skip("build/bin/fgk missing: run 'make tools'")
+    if not CRASH:
+        pytest.skip("crash not installed: run 'make deps'")
+
+
+def require_fg():
+    if not is_fg_vmlinux():
+        reason = ("build/kernel/vmlinux has no .text.* sections (not an FG-KASLR "
+                  "build yet): no seed to capture or replay")
+        print(reason)
+        pytest.skip(reason)
+
+
+def kallsyms_of(output):
+    m = re.search(r"^kallsyms-begin\n(.*?)^kallsyms-end$", output, re.S | re.M)
+    assert m, "no kallsyms in the guest output"
+    syms = []
+    for line in m.group(1).splitlines():
+        if "\t" in line:            # module symbols
+            continue
+        f = line.split()
+        if len(f) == 3:
+            syms.append((int(f[0], 16), f[1], f[2]))
+    return syms
+
+
+def frame_index(names, func):
+    """Index of func in a list of frame names (func.cold etc. count)."""
+    for i, n in enumerate(names):
+        if n == func or n.startswith(func + "."):
+            return i
+    raise AssertionError(f"{func} not in the stack: {names}")
+
+
+def kallsyms_addr(syms, name):
+    addrs = {a for a, _, n in syms if n == name}
+    assert len(addrs) == 1, f"{name}: {len(addrs)} addresses in kallsyms"
+    return addrs.pop()
+
+
+@pytest.fixture(scope="module")
+def crashed(tmp_path_factory):
+    """Boot with a random seed and base KASLR, capture kallsyms, crash, dump."""
+    require_tools()
+    fg = is_fg_vmlinux()
+    seed = secrets.token_hex(32) if fg else None
+    d = tmp_path_factory.mktemp("dump")
+    res = fgkdump.dump_run("dump", GUEST_SCRIPT, dump_dir=d, seed=seed, timeout=240)
+    print(res.result.message, res.message)
+    assert res.dumped, f"no dump taken: {res.message} (log: {res.result.log_path})"
+    assert (d / "vmcore.kdump").is_file()
+    m = re.search(r"Kernel Offset: (0x[0-9a-f]+) from", res.result.log)
+    assert m, "no 'Kernel Offset:' line in the panic"
+    return {
+        "fg": fg, "seed": seed, "dir": d, "res": res,
+        "output": res.result.output, "log": res.result.log,
+        "kallsyms": kallsyms_of(res.result.output),
+        "offset": int(m.group(1), 16),
+        "cache": tmp_path_factory.mktemp("fgk-cache"),
+    }
+
+
+def fgk_env(crashed):
+    return dict(os.environ, FGK_CACHE_DIR=str(crashed["cache"]))
+
+
+def oops_frames(log):
+    """{func: offset} of the Call Trace lines of the panic on the console."""
+    frames = {}
+    for m in re.finditer(r"^\[[ \d.]+\]\s+(\S+)\+(0x[0-9a-f]+)/0x[0-9a-f]+$", log, re.M):
+        frames.setdefault(m.group(1), int(m.group(2), 16))
+    return frames
+
+
+def link_line(func):
+    """(file, line) gdb gives for func's link address in the unshuffled
+    vmlinux (crash embeds gdb: same line-table rules, independent of the
+    relinking)."""
+    smap = (KERNEL_DIR / "System.map").read_text()
+    m = re.search(rf"^([0-9a-f]{{16}}) [tT] {re.escape(func)}$", smap, re.M)
+    assert m, f"{func} not in System.map"
+    out = run("gdb", "-nx", "-batch", "-ex", f"info line *0x{m.group(1)}", VMLINUX,
+              check=True).stdout
+    m = re.search(r'^Line (\d+) of "([^"]+)"', out, re.M)
+    assert m, out
+    return m.group(2), int(m.group(1))
+
+
+def same_line(crash_file, crash_line, ref):
+    return crash_file.endswith("/" + ref[0]) and int(crash_line) == ref[1]
+
+
+def crash_session(crashed, dump, tmp_path, extra_cmds=()):
+    cmds = ["bt"] + [f"sym {f}" for f in PANIC_FUNCS] + ["dis -l sysrq_handle_crash"] \
+        + list(extra_cmds) + ["exit"]
+    (tmp_path / "cmds").write_text("\n".join(cmds) + "\n")
+    r = run(FGK, "crash", dump, VMLINUX, "-i", tmp_path / "cmds", env=fgk_env(crashed))
+    print(r.stderr)
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    return r
+
+
+def check_crash_output(crashed, r):
+    out = r.stdout
+    syms = crashed["kallsyms"]
+    # bt: the panic stack, in order, each frame at kallsyms + the oops offset
+    bt = re.findall(r"^\s*#\d+ \[[0-9a-f]+\] (\S+) at ([0-9a-f]+)", out, re.M)
+    names = [n for n, _ in bt]
+    idx = [frame_index(names, f) for f in PANIC_FUNCS]
+    assert idx == sorted(idx), f"bt order: {names}"
+    oops = oops_frames(crashed["log"])
+    checked = 0
+    # frame #0 is where panic() waits (panic=0), the oops shows its call to
+    # dump_stack(): compare the callers
+    for name, addr in bt[1:]:
+        if name in oops and any(n == name for _, _, n in syms):
+            want = kallsyms_addr(syms, name) + oops[name]
+            assert int(addr, 16) == want, f"bt {name} at {addr}, oops+kallsyms say {want:#x}"
+            checked += 1
+    assert checked >= 3, f"only {checked} frames compared"
+    for f in PANIC_FUNCS:
+        frame_index(list(oops), f)      # in the serial oops too
+    # sym: addresses equal /proc/kallsyms captured before the crash
+    for f in PANIC_FUNCS:
+        m = re.search(rf"^([0-9a-f]{{16}}) \(\w\) {re.escape(f)} (\S+): (\d+)$", out, re.M)
+        assert m, f"no 'sym {f}' answer"
+        assert int(m.group(1), 16) == kallsyms_addr(syms, f), f"sym {f}"
+        ref = link_line(f)
+        assert same_line(m.group(2), m.group(3), ref), \
+            f"sym {f}: {m.group(2)}:{m.group(3)}, vmlinux says {ref}"
+    # dis -l: starts at the kallsyms address, with the function's source line
+    m = re.search(r"crash> dis -l sysrq_handle_crash\n(\S+): (\d+)\n0x([0-9a-f]+) <sysrq_handle_crash>",
+                  out)
+    assert m, "dis -l output not understood"
+    assert int(m.group(3), 16) == kallsyms_addr(syms, "sysrq_handle_crash")
+    assert same_line(m.group(1), m.group(2), link_line("sysrq_handle_crash"))
+    # its call to panic() lands on panic's kallsyms address
+    m = re.search(r"^0x[0-9a-f]+ <sysrq_handle_crash\+\d+>:\s+call\s+0x([0-9a-f]+) <panic>$", out, re.M)
+    assert m, "no call to panic in dis -l sysrq_handle_crash"
+    assert int(m.group(1), 16) == kallsyms_addr(syms, "panic")
+
+
+# ---------------------------------------------------------------------------
+
+def test_dump_dir(crashed):
+    d = crashed["dir"]
+    for name in ("vmcore", "vmcore.kdump", "vmcoreinfo", "serial.log", "output"):
+        assert (d / name).is_file(), name
+    build_id = fgkrun.elf_build_id(VMLINUX)
+    for dump in ("vmcore", "vmcore.kdump"):
+        r = run(FGK, "crash", "--info", d / dump)
+        assert r.returncode == 0, r.stderr
+        print(r.stdout)
+        assert f"build-id: {build_id}\n" in r.stdout
+        assert f"offset: {crashed['offset']:#x}\n" in r.stdout
+        if crashed["fg"]:
+            assert f"fgkaslr-seed: {crashed['seed']}\n" in r.stdout
+    if crashed["fg"]:
+        rec = fgkrun.read_seed_record(d / "seed")
+        assert rec["seed"] == crashed["seed"] and rec["build-id"] == build_id
+        assert rec["offset"] == f"{crashed['offset']:#x}"
+    else:
+        assert not (d / "seed").exists()
+
+
+@pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
+def test_fgk_crash(crashed, dump, tmp_path):
+    r = crash_session(crashed, crashed["dir"] / dump, tmp_path)
+    if crashed["fg"]:
+        assert ".vmlinux.fgk" in r.stderr and f"seed {crashed['seed']} (VMCOREINFO)" in r.stderr
+    assert f"kaslr={crashed['offset']:#x}" in r.stderr
+    check_crash_output(crashed, r)
+
+
+def test_relink_cached(crashed, tmp_path):
+    require_fg()
+    r = run(FGK, "crash", "-n", crashed["dir"] / "vmcore", VMLINUX, env=fgk_env(crashed))
+    assert r.returncode == 0, r.stderr
+    assert "(cached relink of" in r.stderr
+    assert r.stdout.startswith(f"crash --kaslr={crashed['offset']:#x} ")
+
+
+def test_other_build_refused(crashed, tmp_path):
+    """A vmlinux whose build-id note differs is refused, naming both ids."""
+    require_tools()
+    theirs = fgkrun.elf_build_id(VMLINUX)
+    data = bytearray(VMLINUX.read_bytes())
+    old = bytes.fromhex(theirs)
+    new = bytes(b ^ 0xff for b in old)
+    n = data.count(old)
+    assert n >= 1
+    data[:] = data.replace(old, new)
+    other = tmp_path / "vmlinux"
+    other.write_bytes(data)
+    assert fgkrun.elf_build_id(other) == new.hex()
+    for dump in ("vmcore", "vmcore.kdump"):
+        r = run(FGK, "crash", "-n", crashed["dir"] / dump, other)
+        print(r.stderr)
+        assert r.returncode == 1 and r.stdout == ""
+        assert len(r.stderr.strip().splitlines()) == 1
+        assert new.hex() in r.stderr and theirs in r.stderr and "not the kernel of dump" in r.stderr
+
+
+def test_bad_dumps(crashed, tmp_path):
+    d = crashed["dir"]
+    cases = {
+        "truncated.elf": ((d / "vmcore").read_bytes()[:50 << 20], "truncated dump"),
+        "header.elf": ((d / "vmcore").read_bytes()[:100], "corrupt ELF header"),
+        "truncated.kdump": ((d / "vmcore.kdump").read_bytes()[:2 << 20], "truncated or corrupt dump"),
+        "garbage": (secrets.token_bytes(8192), "not a crash dump"),
+        "empty": (b"", "empty file"),
+    }
+    for name, (data, msg) in cases.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        r = run(FGK, "crash", "-n", p, VMLINUX)
+        print(name, r.stderr.strip())
+        assert r.returncode == 1, name
+        assert len(r.stderr.strip().splitlines()) == 1 and msg in r.stderr, (name, r.stderr)
+    r = run(FGK, "crash", "-n", VMLINUX, VMLINUX)
+    assert r.returncode == 1 and "not a core dump" in r.stderr
+
+
+def no_vmcoreinfo_copy(crashed, tmp_path):
+    """The ELF dump with its VMCOREINFO note renamed (as if QEMU had no
+    -device vmcoreinfo)."""
+    data = bytearray((crashed["dir"] / "vmcore").read_bytes())
+    i = data.find(b"VMCOREINFO\0")
+    assert 0 < i < 1 << 20
+    data[i:i + 10] = b"XMCOREINFO"
+    p = tmp_path / "vmcore.novmci"
+    p.write_bytes(data)
+    return p
+
+
+def test_no_vmcoreinfo_fallback(crashed, tmp_path):
+    p = no_vmcoreinfo_copy(crashed, tmp_path)
+    r = run(FGK, "crash", "-n", p, VMLINUX, env=fgk_env(crashed))
+    print(r.stderr)
+    if not crashed["fg"]:
+        assert r.returncode == 0 and "without a VMCOREINFO note" in r.stderr
+        assert "--kaslr=auto" in r.stdout
+        return
+    assert r.returncode == 1 and "--seed" in r.stderr
+    r = run(FGK, "crash", "-n", p, VMLINUX, "--seed-file", crashed["dir"] / "seed",
+            env=fgk_env(crashed))
+    assert r.returncode == 0, r.stderr
+    assert "falling back to --seed/--seed-file" in r.stderr
+    assert f"--kaslr={crashed['offset']:#x}" in r.stdout and ".vmlinux.fgk" in r.stdout
+
+
+def test_seed_capture(crashed, tmp_path):
+    require_fg()
+    d = crashed["dir"]
+    want = fgkrun.read_seed_record(d / "seed")
+    want.pop("note", None)
+    for args in (["--vmcore", d / "vmcore"], ["--vmcore", d / "vmcore.kdump"],
+                 ["--text", d / "output", "--vmlinux", VMLINUX,
+                  "--offset", hex(crashed["offset"])]):
+        r = run(FGK, "seed", "capture", *args)
+        assert r.returncode == 0, r.stderr
+        got = fgkrun.parse_seed_record(r.stdout)
+        assert got == want, (args, got, want)
+    # an oops carries no seed: said clearly
+    (tmp_path / "oops").write_text(crashed["log"])
+    r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops", "--vmlinux", VMLINUX)
+    if r.returncode:
+        assert "cannot be derived" in r.stderr
+
+
+def test_seed_capture_plain(crashed):
+    if crashed["fg"]:
+        pytest.skip("FG-KASLR kernel: covered by test_seed_capture")
+    r = run(FGK, "seed", "capture", "--vmcore", crashed["dir"] / "vmcore")
+    assert r.returncode == 1 and "no FGKASLR_SEED" in r.stderr
+
+
+def test_replay_same_layout(crashed):
+    """Replaying the captured record boots the crashed kernel's layout."""
+    require_fg()
+    res = fgkrun.run("replay", "echo kallsyms-begin; cat /proc/kallsyms; echo kallsyms-end",
+                     seed_file=crashed["dir"] / "seed", timeout=180)
+    assert res.rc == 0, res.message
+    off = crashed["offset"]
+    # absolute (per-CPU) symbols are neither shuffled nor offset
+    crashed_set = sorted((a - off if a >= 0xffffffff80000000 else a, t, n)
+                         for a, t, n in crashed["kallsyms"])
+    replay_set = sorted(kallsyms_of(res.output))
+    assert len(replay_set) == len(crashed_set)
+    diff = [(x, y) for x, y in zip(crashed_set, replay_set) if x != y]
+    assert not diff, f"{len(diff)} symbols differ, e.g. {diff[:5]}"
+
+
+DRGN_SCRIPT = r"""
+t = prog.crashed_thread()
+print("crashed-tid", t.tid)
+for f in t.stack_trace():
+    print("frame", f.name)
+for name in %r:
+    print("symbol", name, hex(prog.symbol(name).address))
+"""
+
+
+@pytest.mark.skipif(DRGN is None, reason="drgn not installed (python3-drgn)")
+def test_drgn(crashed, tmp_path):
+    if crashed["fg"]:
+        r = run(FGK, "relink", VMLINUX, "--seed", crashed["seed"], env=fgk_env(crashed))
+        assert r.returncode == 0, r.stderr
+        target = r.stdout.strip()
+    else:
+        target = VMLINUX
+    (tmp_path / "bt.py").write_text(DRGN_SCRIPT % (PANIC_FUNCS,))
+    r = run(DRGN, "-q", "-c", crashed["dir"] / "vmcore", "-s", target, tmp_path / "bt.py")
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0, r.stderr
+    frames = re.findall(r"^frame (\S+)$", r.stdout, re.M)
+    idx = [frame_index(frames, f) for f in PANIC_FUNCS]
+    assert idx == sorted(idx), frames
+    for name, addr in re.findall(r"^symbol (\S+) (0x[0-9a-f]+)$", r.stdout, re.M):
+        assert int(addr, 16) == kallsyms_addr(crashed["kallsyms"], name)
