@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Benchmark `fgk crash` start-up against plain `crash`, in the same run.
+
+Boots the kernel twice under QEMU (TCG) with qemu-profiles' dump support and
+panics it (sysrq c):
+
+  A. a random FG-KASLR seed and base KASLR (what fgk crash is for);
+  B. `nofgkaslr` (the unshuffled layout: the baseline crash alone handles).
+
+Then times, to the end of crash's start-up (`-i` a file holding `exit`):
+
+  fgk crash cold     `fgk crash A/vmcore` with an empty relink cache
+                     (VMCOREINFO read, build-id check, relink, crash)
+  fgk crash cached   the same with vmlinux.fgk already cached
+  crash (baseline)   `crash vmlinux B/vmcore`
+
+median of REPEAT runs each, and the ratios to the baseline.  Target: cached
+within 1.25x of the baseline (the extra work is reading VMCOREINFO and a
+cache lookup); cold is dominated by the relink.  On a kernel without the
+FG-KASLR series both dumps are unshuffled and fgk crash does not relink:
+the report says so.
+
+Usage: bench/crash-start.py [--repeat N] [--keep DIR]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "qemu-profiles"))
+import fgkdump  # noqa: E402
+import fgkrun  # noqa: E402
+
+FGK = REPO / "build" / "bin" / "fgk"
+VMLINUX = REPO / "build" / "kernel" / "vmlinux"
+TARGET_CACHED = 1.25
+SCRIPT = "echo c > /proc/sysrq-trigger\n"
+
+
+def is_fg():
+    return any(n.startswith(".text.") and t == 1 and s > 0
+               for n, (t, _, s) in fgkrun.elf_sections(VMLINUX).items())
+
+
+def timed(cmd, env=None):
+    t = time.perf_counter()
+    r = subprocess.run([str(c) for c in cmd], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    dt = time.perf_counter() - t
+    if r.returncode != 0:
+        sys.exit(f"bench: {' '.join(map(str, cmd))} failed (rc {r.returncode}):\n"
+                 f"{r.stderr[-2000:]}{r.stdout[-2000:]}")
+    if "crash>" not in r.stdout and "exit" not in r.stdout:
+        sys.exit(f"bench: {cmd[0]} did not reach its prompt:\n{r.stdout[-2000:]}")
+    return dt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", metavar="DIR", help="keep the dumps in DIR")
+    args = ap.parse_args()
+    for p in (FGK, VMLINUX, REPO / "build" / "kernel" / "bzImage"):
+        if not p.is_file():
+            print(f"bench crash-start: {p.relative_to(REPO)} missing (make kernel tools); skipped")
+            return 0
+    crash = shutil.which("crash")
+    if not crash:
+        print("bench crash-start: crash not installed (make deps); skipped")
+        return 0
+    fg = is_fg()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="fgk-bench-crash-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        seed = os.urandom(32).hex() if fg else None
+        dumps = {}
+        for name, kw in (("A", {"seed": seed}), ("B", {"append": "nofgkaslr"})):
+            t = time.perf_counter()
+            res = fgkdump.dump_run("dump", SCRIPT, dump_dir=work / name, timeout=240,
+                                   **{k: v for k, v in kw.items() if v})
+            if not res.dumped:
+                sys.exit(f"bench crash-start: boot {name}: no dump ({res.message}; "
+                         f"{res.result.message})")
+            dumps[name] = work / name / "vmcore"
+            print(f"boot+panic+dump {name}: {time.perf_counter() - t:.1f} s "
+                  f"({(work / name / 'vmcore').stat().st_size >> 20} MiB ELF)")
+        (work / "exit").write_text("exit\n")
+        cache = work / "cache"
+        env = dict(os.environ, FGK_CACHE_DIR=str(cache))
+        fgk_cmd = [FGK, "crash", "-q", dumps["A"], VMLINUX, "-i", work / "exit"]
+        base_cmd = [crash, VMLINUX, dumps["B"], "-i", work / "exit"]
+
+        timed(base_cmd)                         # warm the page cache
+        cold, cached, base = [], [], []
+        for _ in range(args.repeat):
+            shutil.rmtree(cache, ignore_errors=True)
+            cold.append(timed(fgk_cmd, env))
+            cached.append(timed(fgk_cmd, env))
+            base.append(timed(base_cmd))
+        c, k, b = (statistics.median(x) for x in (cold, cached, base))
+        print(f"\nkernel: {'FG-KASLR (dump A shuffled, seed ' + seed[:16] + '...)' if fg else 'no .text.* sections: nothing to relink, A is unshuffled too'}")
+        print(f"{'':24} {'median s':>9} {'vs crash':>9}   (runs: {args.repeat})")
+        print(f"{'crash (baseline)':24} {b:9.2f} {1.0:9.2f}")
+        print(f"{'fgk crash, cached':24} {k:9.2f} {k / b:9.2f}")
+        print(f"{'fgk crash, cold':24} {c:9.2f} {c / b:9.2f}")
+        ok = k / b <= TARGET_CACHED
+        print(f"target: cached <= {TARGET_CACHED}x crash: {'met' if ok else 'NOT met'}")
+        return 0
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
