@@ -99,6 +99,8 @@ def one_line_error(r, *needles):
     ("notext.elf", "not built with CONFIG_FG_KASLR"),
     ("stripped.elf", "no symbol table (stripped vmlinux?)"),
     ("missing.elf", "No such file"),
+    ("overlap.elf", "vmlinux not laid out for FG-KASLR"),
+    ("short.elf", "vmlinux not laid out for FG-KASLR"),
 ])
 @pytest.mark.parametrize("cmd", ["layout", "map", "addr"])
 def test_bad_vmlinux(fixtures, name, needle, cmd):

@@ -670,6 +670,9 @@ START_TEST(test_fixture_errors)
 	expect_error("notext.elf", S0102, FGK_ERR_NOT_FGKASLR, "not built with CONFIG_FG_KASLR");
 	expect_error("stripped.elf", S0102, FGK_ERR_NO_SYMTAB, "stripped");
 	expect_error("nokallsyms.elf", S0102, FGK_ERR_KALLSYMS, "kallsyms_num_syms");
+	expect_error("overlap.elf", S0102, FGK_ERR_NOT_FGKASLR, "section .rodata");
+	expect_error("overlap.elf", S0102, FGK_ERR_NOT_FGKASLR, "overlaps the randomized region");
+	expect_error("short.elf", S0102, FGK_ERR_NOT_FGKASLR, "extends beyond _etext");
 }
 END_TEST
 
