@@ -361,9 +361,44 @@ def test_replay_same_layout(crashed):
 
 
 DRGN_SCRIPT = r"""
-t = prog.crashed_thread()
-print("crashed-tid", t.tid)
-for f in t.stack_trace():
+# drgn 0.0.22 takes QEMU's PRSTATUS pr_pid (CPU number + 1) for a PID, so
+# prog.crashed_thread() names the wrong task on SMP guests; unwind from the
+# panicking CPU's registers instead (QEMU writes one note per CPU, in order).
+import struct, sys
+from drgn import Object
+from drgn.helpers.linux.percpu import per_cpu
+
+def prstatus_regs(path):
+    out = []
+    with open(path, "rb") as f:
+        e = f.read(64)
+        phoff, = struct.unpack_from("<Q", e, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", e, 0x36)
+        f.seek(phoff)
+        ph = f.read(phentsize * phnum)
+        for i in range(phnum):
+            t, _, off, _, _, sz = struct.unpack_from("<IIQQQQ", ph, i * phentsize)
+            if t != 4:
+                continue
+            f.seek(off)
+            d = f.read(sz)
+            pos = 0
+            while pos + 12 <= len(d):
+                ns, ds, ty = struct.unpack_from("<III", d, pos)
+                pos += 12
+                name = d[pos:pos + ns]
+                pos += (ns + 3) & ~3
+                desc = d[pos:pos + ds]
+                pos += (ds + 3) & ~3
+                if ty == 1 and name.rstrip(b"\0") == b"CORE":
+                    out.append(desc[112:112 + 21 * 8])   # pr_reg = struct pt_regs
+    return out
+
+cpu = prog["panic_cpu"].counter.value_()
+task = per_cpu(prog["runqueues"], cpu).curr
+print("panic-cpu", cpu, "task", task.pid.value_(), task.comm.string_().decode())
+regs = Object.from_bytes_(prog, "struct pt_regs", prstatus_regs(sys.argv[1])[cpu])
+for f in prog.stack_trace(regs):
     print("frame", f.name)
 for name in %r:
     print("symbol", name, hex(prog.symbol(name).address))
@@ -379,11 +414,15 @@ def test_drgn(crashed, tmp_path):
     else:
         target = VMLINUX
     (tmp_path / "bt.py").write_text(DRGN_SCRIPT % (PANIC_FUNCS,))
-    r = run(DRGN, "-q", "-c", crashed["dir"] / "vmcore", "-s", target, tmp_path / "bt.py")
+    dump = crashed["dir"] / "vmcore"
+    r = run(DRGN, "-q", "-c", dump, "-s", target, tmp_path / "bt.py", dump)
     print(r.stdout, r.stderr)
     assert r.returncode == 0, r.stderr
+    assert re.search(r"^panic-cpu \d+ task \d+ sh$", r.stdout, re.M)
     frames = re.findall(r"^frame (\S+)$", r.stdout, re.M)
     idx = [frame_index(frames, f) for f in PANIC_FUNCS]
     assert idx == sorted(idx), frames
-    for name, addr in re.findall(r"^symbol (\S+) (0x[0-9a-f]+)$", r.stdout, re.M):
+    found = re.findall(r"^symbol (\S+) (0x[0-9a-f]+)$", r.stdout, re.M)
+    assert len(found) == len(PANIC_FUNCS)
+    for name, addr in found:
         assert int(addr, 16) == kallsyms_addr(crashed["kallsyms"], name)
