@@ -32,11 +32,13 @@ import itertools
 import json
 import os
 import re
+import select
 import shlex
 import shutil
 import signal
 import socket
 import stat
+import struct
 import subprocess
 import sys
 import time
@@ -72,7 +74,7 @@ FATAL_RE = re.compile(
     r"(Kernel panic - not syncing.*|Oops: .*|BUG: .*|kernel BUG at .*"
     r"|general protection fault.*)")
 
-SEED_RE = re.compile(r"^(0x)?[0-9a-fA-F]{1,64}$")
+SEED_RE = re.compile(r"^[0-9a-fA-F]{64}$")     # docs/layout-spec.md section 2
 
 
 class UsageError(Exception):
@@ -148,7 +150,6 @@ def format_seed_record(seed: str, build_id: str | None = None,
 
 def elf_sections(path) -> dict:
     """{name: (type, offset, size)} of a 64-bit little-endian ELF file."""
-    import struct
     with open(path, "rb") as f:
         ehdr = f.read(64)
         if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2 or ehdr[5] != 1:
@@ -175,14 +176,12 @@ def elf_sections(path) -> dict:
 
 
 def elf_machine(path) -> int:
-    import struct
     with open(path, "rb") as f:
         return struct.unpack_from("<H", f.read(20), 18)[0]
 
 
 def elf_build_id(path) -> str | None:
     """The GNU build-id of an ELF file as lowercase hex, or None."""
-    import struct
     secs = elf_sections(path)
     for name, (typ, off, size) in secs.items():
         if typ != 7:                        # SHT_NOTE
@@ -190,17 +189,42 @@ def elf_build_id(path) -> str | None:
         with open(path, "rb") as f:
             f.seek(off)
             data = f.read(size)
-        pos = 0
-        while pos + 12 <= len(data):
-            namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
-            pos += 12
-            nname = data[pos:pos + namesz]
-            pos += (namesz + 3) & ~3
-            desc = data[pos:pos + descsz]
-            pos += (descsz + 3) & ~3
-            if ntype == 3 and nname.rstrip(b"\0") == b"GNU":
+        for nname, ntype, desc in _parse_notes(data):
+            if ntype == 3 and nname == "GNU":
                 return desc.hex()
     return None
+
+
+def _parse_notes(data: bytes):
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, pos)
+        pos += 12
+        name = data[pos:pos + namesz].rstrip(b"\0").decode("ascii", "replace")
+        pos += (namesz + 3) & ~3
+        desc = data[pos:pos + descsz]
+        pos += (descsz + 3) & ~3
+        yield name, ntype, desc
+
+
+def elf_core_notes(path) -> list:
+    """[(name, type, desc bytes)] from the PT_NOTE segments of an ELF core
+    (e.g. a QEMU dump-guest-memory file)."""
+    notes = []
+    with open(path, "rb") as f:
+        ehdr = f.read(64)
+        if ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
+            raise ValueError(f"{path}: not a 64-bit ELF file")
+        phoff, = struct.unpack_from("<Q", ehdr, 0x20)
+        phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
+        f.seek(phoff)
+        raw = f.read(phentsize * phnum)
+        for i in range(phnum):
+            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", raw, i * phentsize)
+            if p_type == 4:                 # PT_NOTE
+                f.seek(p_offset)
+                notes.extend(_parse_notes(f.read(p_filesz)))
+    return notes
 
 
 # --------------------------------------------------------------------------
@@ -476,7 +500,8 @@ class Guest:
         if seed is not None:
             seed = str(seed)
             if not SEED_RE.match(seed):
-                raise UsageError(f"bad seed {seed!r}: expected up to 64 hex digits")
+                raise UsageError(f"bad seed {seed!r}: expected exactly 64 hex digits "
+                                 "(use --append fgkaslr_seed=... to pass anything else)")
         if self.profile.require_seed and seed is None:
             raise UsageError(f"profile {self.profile.name} needs --seed or --seed-file")
         self.seed = seed
@@ -562,7 +587,6 @@ class Guest:
 
     def _pump(self, wait: float) -> bool:
         """Read what the console printed within `wait` s; False at EOF."""
-        import select
         fd = self.proc.stdout.fileno()
         r, _, _ = select.select([fd], [], [], wait)
         if not r:
