@@ -190,6 +190,18 @@ def load_symbols(path, offset):
             gdb.execute("set confirm on")
 
 
+def add_source_dir(vmlinux):
+    """The kernel tree (<vmlinux dir>/build or the vmlinux's dir) on gdb's
+    source path, for DWARF whose comp_dir moved."""
+    d = os.path.dirname(os.path.abspath(vmlinux))
+    for cand in (os.path.join(d, "build"), d):
+        if os.path.isdir(os.path.join(cand, "kernel")) and \
+                os.path.isdir(os.path.join(cand, "fs")):
+            gdb.execute(f"directory {core.quote(os.path.realpath(cand))}", to_string=True)
+            return os.path.realpath(cand)
+    return None
+
+
 def kernel_script_candidates(vmlinux):
     d = os.path.dirname(os.path.abspath(vmlinux))
     return [os.path.join(d, KERNEL_SCRIPT), os.path.join(d, "build", KERNEL_SCRIPT),
@@ -468,7 +480,10 @@ def attach(argv):
                 "sections)")
 
     STATE.__dict__.update(st.__dict__)
+    src = add_source_dir(vmlinux)
     say(f"kernel offset {offset:#x} from {st.offset_source}")
+    if src:
+        say(f"sources: {src}")
     say(f"kernel gdb scripts: {load_kernel_scripts(vmlinux)}")
     if not a.no_modules and not early:
         n = load_all_modules(vmlinux)

@@ -1,0 +1,366 @@
+"""fgk-gdb: `fgk attach` against a running shuffled kernel (QEMU gdbstub).
+
+Also runs the unit tests of fgk-gdb/fgkgdb/core.py (fgk-gdb/tests/), so
+`make check` covers them.
+
+The guest tests need an FG-KASLR build (build/kernel/vmlinux with .text.*
+sections) and boot twice:
+
+1. base KASLR on (random offset), random seed; the guest prints the
+   /proc/kallsyms lines of the target functions, then loops over actions
+   that run shuffled functions.  gdb: `fgk attach --vmlinux vmlinux` with
+   nothing else (offset from the IDT, seed from fgkaslr_boot_info), then
+   breakpoints by name and file:line stop at the kallsyms address, `bt`
+   names the callers, `info line` agrees with addr2line on the original
+   vmlinux; negative controls: another seed and a vmlinux whose build-id
+   differs are refused.
+2. `nokaslr fgkaslr_seed=S`, QEMU halted at reset (-S): `fgk attach --seed
+   S --offset 0` loads vmlinux.fgk before the kernel runs and an `hbreak`
+   on a shuffled function hit during boot stops there.
+"""
+import os
+import random
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import KERNEL_DIR, REPO, guest, kernel_missing_reason
+
+sys.path.insert(0, str(REPO / "fgk-gdb" / "tests"))
+import test_core  # noqa: E402
+
+# the unit tests of fgk-gdb/fgkgdb/core.py, collected here too
+globals().update({k: v for k, v in vars(test_core).items()
+                  if k.startswith("test_") or k in ("fixture_elf", "fixture_obj")})
+
+VMLINUX = KERNEL_DIR / "vmlinux"
+FGK = REPO / "build" / "bin" / "fgk"
+LOADER = REPO / "fgk-gdb" / "fgk.py"
+
+# shuffled functions the guest loop runs, and the callers bt must show
+TARGETS = {
+    # the guest reads /proc/version with the shell's `read` (read(2), not sendfile)
+    "version_proc_show": ["seq_read_iter", "vfs_read", "ksys_read", "do_syscall_64"],
+    "__do_sys_newuname": ["do_syscall_64"],
+}
+KALLSYMS_NAMES = list(TARGETS) + ["__x64_sys_newuname", "seq_read_iter", "_printk"]
+
+
+def fg_missing_reason():
+    reason = kernel_missing_reason()
+    if reason:
+        return reason
+    if not shutil.which("gdb"):
+        return "gdb not installed (make deps)"
+    if not FGK.is_file():
+        return "build/bin/fgk missing: run 'make tools'"
+    out = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True,
+                         text=True).stdout
+    if not re.search(r"\] \.text\.\S+\s+PROGBITS .* AX ", out):
+        return ("build/kernel/vmlinux has no .text.* sections (not an FG-KASLR build "
+                "yet): nothing shuffled to debug")
+    return None
+
+
+def require_fg(nofg_ok=False):
+    """Skip unless vmlinux is an FG-KASLR build.  With FGK_GDB_TEST_NOFG=1
+    the tests marked nofg_ok also run on a non-FG kernel (fgk attach then
+    loads vmlinux at the offset): a check of the harness while the FG
+    kernel is not built."""
+    reason = fg_missing_reason()
+    if reason and nofg_ok and os.environ.get("FGK_GDB_TEST_NOFG") == "1" \
+            and "no .text.*" in reason:
+        return False
+    if reason:
+        print(reason)
+        pytest.skip(reason)
+    return True
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def gdb(*commands, timeout=300, env=None):
+    args = ["gdb", "-batch", "-nx", "-ex", "set pagination off", "-ex", "set width 0"]
+    for c in commands:
+        args += ["-ex", c]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=timeout,
+                       cwd=REPO, env=env)
+    print("$ gdb " + " ".join(f"-ex {c!r}" for c in commands))
+    print(r.stdout[-6000:])
+    print(r.stderr[-3000:])
+    return r
+
+
+def attach_cmds(port, *attach_args):
+    return [f"target remote 127.0.0.1:{port}", f"source {LOADER}",
+            "fgk attach " + " ".join(str(a) for a in attach_args)]
+
+
+def nm_link(name):
+    out = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    m = re.search(rf"^([0-9a-f]+) [tTwW] {re.escape(name)}$", out, re.M)
+    return int(m.group(1), 16)
+
+
+def link_breakpoint(spec):
+    """Where stock gdb puts `break SPEC` in the original vmlinux (link
+    addresses, no target): the expected post-prologue offset."""
+    r = subprocess.run(["gdb", "-batch", "-nx", str(VMLINUX), "-ex", f"break {spec}"],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r"Breakpoint 1 at (0x[0-9a-f]+): file (\S+), line (\d+)", r.stdout)
+    assert m, r.stdout + r.stderr
+    return int(m.group(1), 16), m.group(2), int(m.group(3))
+
+
+def decl_line(name):
+    """(file, line) where `name` is declared, from the original vmlinux."""
+    r = subprocess.run(["gdb", "-batch", "-nx", str(VMLINUX), "-ex",
+                        f"python s = gdb.lookup_static_symbol('{name}') or "
+                        f"gdb.lookup_global_symbol('{name}'); "
+                        "print('DECL', s.symtab.filename, s.line)"],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r"^DECL (\S+) (\d+)$", r.stdout, re.M)
+    assert m, r.stdout + r.stderr
+    return m.group(1), int(m.group(2))
+
+
+def link_info_line(addr):
+    """The line of `info line *ADDR` in stock gdb on the original vmlinux."""
+    r = subprocess.run(["gdb", "-batch", "-nx", str(VMLINUX), "-ex", f"info line *{addr:#x}"],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r"Line (\d+) of", r.stdout)
+    assert m, r.stdout + r.stderr
+    return int(m.group(1))
+
+
+def addr2line(addr):
+    out = subprocess.run(["addr2line", "-e", str(VMLINUX), f"{addr:#x}"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    f, _, line = out.rpartition(":")
+    return f, int(line.split()[0])
+
+
+def kallsyms(output):
+    syms = {}
+    for line in output.splitlines():
+        f = line.split()
+        if len(f) >= 3 and re.fullmatch(r"[0-9a-f]{16}", f[0]):
+            syms.setdefault(f[2], int(f[0], 16))
+    return syms
+
+
+# --------------------------------------------------------------------------
+# no guest needed
+
+def test_attach_without_guest_says_what_to_do():
+    if not shutil.which("gdb"):
+        pytest.skip("gdb not installed")
+    vm = VMLINUX if VMLINUX.is_file() else "/nonexistent"
+    r = gdb(f"source {LOADER}", f"fgk attach --vmlinux {vm}", "help fgk attach",
+            "fgk info", timeout=60)
+    assert "fgk attach: no guest connected" in r.stderr
+    assert "target remote 127.0.0.1:PORT" in r.stderr
+    assert "Load the symbols of the FG-KASLR kernel" in r.stdout      # help = docstring
+    assert "not attached" in r.stdout
+
+
+# --------------------------------------------------------------------------
+# guest 1: random base offset, random seed, attach to the running kernel
+
+GUEST_SCRIPT = r"""
+for f in %s; do grep " $f\$" /proc/kallsyms; done
+echo "seed: $(cat /proc/fgkaslr_seed)"
+echo READY
+echo FGK-GDB-READY > /dev/console
+i=0
+while [ $i -lt 3000 ]; do read -r l < /proc/version; uname > /dev/null; sleep 0.1; i=$((i+1)); done
+""" % " ".join(KALLSYMS_NAMES)
+
+
+@pytest.fixture(scope="module")
+def running_guest():
+    fg = require_fg(nofg_ok=True)
+    seed = "%064x" % random.getrandbits(256)
+    port = free_port()
+    g = guest(GUEST_SCRIPT, profile="debug", seed=seed, gdb=port, kaslr=True, timeout=900)
+    g.start()
+    try:
+        assert g.wait_for_console("FGK-GDB-READY", timeout=180), "guest did not come up"
+        out = ""
+        for _ in range(50):
+            out = g.out_path.read_text(errors="replace")
+            if "READY" in out:
+                break
+            time.sleep(0.1)
+        syms = kallsyms(out)
+        m = re.search(r"seed: (\S+)", out)
+        assert not fg or (m and m.group(1) == seed), out
+        print(f"guest: seed {seed}, port {port}, kallsyms {len(syms)} lines")
+        yield {"guest": g, "port": port, "seed": seed, "kallsyms": syms, "fg": fg}
+    finally:
+        g.kill()
+
+
+def test_attach_breakpoints_backtrace_lines(running_guest):
+    port, syms = running_guest["port"], running_guest["kallsyms"]
+    cmds = attach_cmds(port, "--vmlinux", VMLINUX) + ["fgk info"]
+    for name in TARGETS:
+        cmds += [f"p &{name}", f"info symbol {syms[name]:#x}", f"break {name}",
+                 "continue", "p/x $pc", "bt", "info line *$pc", "delete"]
+    # a breakpoint by file:line, and `list`
+    vfile, vline = decl_line("version_proc_show")
+    fl_spec = f"{vfile}:{vline + 4}"          # a line in the function's body
+    cmds += [f"break {fl_spec}", "continue", "p/x $pc", "delete",
+             f"list {vfile}:{vline},{vline + 6}", "fgk addr version_proc_show", "detach"]
+    r = gdb(*cmds)
+    assert r.returncode == 0
+    out = r.stdout
+    assert "fgk attach:" not in r.stderr, r.stderr
+    fg = running_guest["fg"]
+    if fg:
+        assert re.search(r"fgk: seed %s \(guest fgkaslr_boot_info\); \d+/\d+ code bytes"
+                         % running_guest["seed"], out)
+    else:
+        assert "not an FG-KASLR build" in out
+    assert "offset:" in out and "IDT gate 0" in out
+
+    pcs = [int(x, 16) for x in re.findall(r"^\$\d+ = (0x[0-9a-f]+)$", out, re.M)]
+    stops = re.findall(r"^(?:Thread \d+ hit )?Breakpoint \d+, (?:0x[0-9a-f]+ in )?(\w+) \(",
+                       out, re.M)
+    assert stops[:len(TARGETS)] == list(TARGETS), stops
+    offset = int(re.search(r"kernel offset (0x[0-9a-f]+)", out).group(1), 16)
+    print(f"base offset {offset:#x}")
+
+    chunks = re.split(r"^(?:Thread \d+ hit )?Breakpoint \d+, ", out, flags=re.M)[1:]
+    for i, name in enumerate(TARGETS):
+        rt = syms[name]
+        # p &func: the kallsyms address
+        assert re.search(rf"\(\*\)\(.*\)\) {rt:#x} <{name}>", out), name
+        assert re.search(rf"^{name} in section \.text" + (rf"\.{name}" if fg else ""),
+                         out, re.M), name
+        # the stop: kallsyms address + the prologue gdb skips in vmlinux
+        link_bp, bfile, bline = link_breakpoint(name)
+        pc = pcs[i]
+        assert pc == rt + (link_bp - nm_link(name)), (name, hex(pc), hex(rt))
+        chunk = chunks[i]
+        frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\w+) ", chunk, re.M)
+        assert frames[0] == name
+        for caller in TARGETS[name]:
+            assert caller in frames, (name, frames)
+        # info line *$pc: the file addr2line gives for the link address in
+        # vmlinux, and the line stock gdb gives there (addr2line takes the
+        # first of several line rows at one address, gdb the last)
+        m = re.search(r'Line (\d+) of "([^"]+)"', chunk)
+        assert m, chunk
+        afile, aline = addr2line(link_bp)
+        assert os.path.normpath(afile).endswith(os.path.normpath(m.group(2))), \
+            (m.groups(), afile)
+        assert int(m.group(1)) == link_info_line(link_bp), (m.groups(), afile, aline)
+        assert abs(int(m.group(1)) - aline) <= 3, (m.groups(), afile, aline)
+    # break FILE:LINE stopped in version_proc_show where it is in vmlinux
+    assert stops[len(TARGETS)] == "version_proc_show"
+    link_fl, _, _ = link_breakpoint(fl_spec)
+    assert pcs[len(TARGETS)] == syms["version_proc_show"] + link_fl - \
+        nm_link("version_proc_show")
+    assert re.search(r"^\d+\s+.*version_proc_show\(struct seq_file \*m", out, re.M)
+    if fg:      # fgk addr: the runtime address of the symbol
+        assert f"{syms['version_proc_show']:016x}" in out
+
+
+def test_attach_wrong_seed_is_refused(running_guest):
+    if not running_guest["fg"]:
+        pytest.skip("non-FG kernel: any seed is ignored")
+    other = "%064x" % (int(running_guest["seed"], 16) ^ 0x5a5a)
+    r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", VMLINUX, "--seed", other),
+            "info symbol version_proc_show", "fgk info", "detach")
+    assert f"the guest's code does not match seed {other} (wrong seed or wrong vmlinux)" \
+        in r.stderr
+    assert "nothing loaded" in r.stderr
+    assert "not attached" in r.stdout          # no state, no symbols from the wrong seed
+    assert "No symbol table is loaded" in r.stderr or "version_proc_show in" not in r.stdout
+
+
+def test_attach_wrong_build_id_is_refused(running_guest, tmp_path):
+    sys.path.insert(0, str(REPO / "fgk-gdb"))
+    from fgkgdb import core
+    copy = tmp_path / "vmlinux"
+    shutil.copyfile(VMLINUX, copy)
+    e = core.Elf(copy)
+    notes = e.section(".notes")
+    data = e.section_data(notes)
+    bid = bytes.fromhex(e.build_id())
+    pos = data.index(bid)
+    e.close()
+    with open(copy, "r+b") as f:
+        f.seek(notes.offset + pos)
+        f.write(bytes(b ^ 0xff for b in bid[:4]))
+    r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", copy), "detach")
+    assert "vmlinux build-id differs from the guest's" in r.stderr
+    assert "--vmlinux" in r.stderr
+
+
+def test_kernel_scripts_work(running_guest):
+    if not any(os.path.isfile(p) for p in (KERNEL_DIR / "vmlinux-gdb.py",
+                                           KERNEL_DIR / "build" / "vmlinux-gdb.py")):
+        pytest.skip("no vmlinux-gdb.py next to build/kernel/vmlinux (CONFIG_GDB_SCRIPTS)")
+    r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", VMLINUX),
+            "lx-dmesg", "lx-ps", "lx-lsmod", "detach")
+    assert "kernel gdb scripts: loaded" in r.stdout
+    assert "Linux version" in r.stdout                          # lx-dmesg
+    assert re.search(r"\b1\s+init\b|\bsh\b|\bswapper", r.stdout)  # lx-ps
+
+
+def test_module_symbols(running_guest):
+    kos = list((KERNEL_DIR / "modules").rglob("*.ko")) if (KERNEL_DIR / "modules").is_dir() \
+        else []
+    if not kos:
+        reason = "the kernel builds no modules (no .ko under build/kernel/modules)"
+        print(reason)
+        pytest.skip(reason)
+    pytest.skip(f"{len(kos)} modules built, but the guest initramfs does not load them yet")
+
+
+# --------------------------------------------------------------------------
+# guest 2: halted at reset, nokaslr + fixed seed: hbreak before the kernel runs
+
+EARLY_FUNC = "_printk"
+
+
+def test_attach_before_boot_hbreak():
+    require_fg()
+    seed = "%064x" % random.getrandbits(256)
+    port = free_port()
+    lay = subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", seed],
+                         capture_output=True, text=True, check=True).stdout
+    if f"\t.text.{EARLY_FUNC}\t" not in lay:
+        pytest.skip(f"{EARLY_FUNC} is not in a .text.* section of this vmlinux")
+    script = f'grep " {EARLY_FUNC}$" /proc/kallsyms\n'
+    g = guest(script, profile="debug", seed=seed, gdb=port, wait_gdb=True, timeout=300)
+    g.start()
+    try:
+        time.sleep(1)
+        r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX, "--seed", seed, "--offset", "0"),
+                f"hbreak {EARLY_FUNC}", "continue", "p/x $pc", "bt 2", "delete",
+                "fgk info", "detach")
+        res = g.wait()
+    finally:
+        g.kill()
+    out = r.stdout
+    assert "NOT verified" in out
+    assert re.search(rf"Breakpoint \d+, (?:0x[0-9a-f]+ in )?{EARLY_FUNC} \(", out), out
+    pc = int(re.search(r"^\$1 = (0x[0-9a-f]+)$", out, re.M).group(1), 16)
+    syms = kallsyms(res.output)
+    assert EARLY_FUNC in syms, res.output
+    link_bp, _, _ = link_breakpoint(EARLY_FUNC)
+    assert pc == syms[EARLY_FUNC] + (link_bp - nm_link(EARLY_FUNC))
