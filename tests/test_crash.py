@@ -109,21 +109,30 @@ def kallsyms_addr(syms, name):
 
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory):
-    """Boot with a random seed and base KASLR, capture kallsyms, crash, dump."""
+    """Boot with a random seed and base KASLR, capture kallsyms, crash, dump:
+    `qemu-profiles/run dump --dump-dir D --init SCRIPT [--seed S]`."""
     require_tools()
     fg = is_fg_vmlinux()
     seed = secrets.token_hex(32) if fg else None
     d = tmp_path_factory.mktemp("dump")
-    res = fgkdump.dump_run("dump", GUEST_SCRIPT, dump_dir=d, seed=seed, timeout=240)
-    print(res.result.message, res.message)
-    assert res.dumped, f"no dump taken: {res.message} (log: {res.result.log_path})"
-    assert (d / "vmcore.kdump").is_file()
-    m = re.search(r"Kernel Offset: (0x[0-9a-f]+) from", res.result.log)
+    (d.parent / "guest.sh").write_text(GUEST_SCRIPT)
+    cmd = [REPO / "qemu-profiles" / "run", "dump", "--dump-dir", d,
+           "--init", d.parent / "guest.sh", "--timeout", "240"]
+    if seed:
+        cmd += ["--seed", seed]
+    r = run(*cmd)
+    print(r.stderr)
+    assert r.returncode == 0, f"no dump taken: {r.stderr}"
+    assert f"run: saved in {d}: " in r.stderr
+    assert (d / "vmcore").is_file() and (d / "vmcore.kdump").is_file()
+    log = (d / "serial.log").read_text()
+    output = (d / "output").read_text()
+    m = re.search(r"Kernel Offset: (0x[0-9a-f]+) from", log)
     assert m, "no 'Kernel Offset:' line in the panic"
     return {
-        "fg": fg, "seed": seed, "dir": d, "res": res,
-        "output": res.result.output, "log": res.result.log,
-        "kallsyms": kallsyms_of(res.result.output),
+        "fg": fg, "seed": seed, "dir": d,
+        "output": output, "log": log,
+        "kallsyms": kallsyms_of(output),
         "offset": int(m.group(1), 16),
         "cache": tmp_path_factory.mktemp("fgk-cache"),
     }
@@ -335,6 +344,42 @@ def test_seed_capture(crashed, tmp_path):
     r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops", "--vmlinux", VMLINUX)
     if r.returncode:
         assert "cannot be derived" in r.stderr
+
+
+SEED_A = "00" * 31 + "2a"
+
+
+def test_seed_capture_text(tmp_path):
+    """Text capture, no guest needed: /proc/fgkaslr_seed output, the offset
+    from a 'Kernel Offset:' line, build-id and release from vmlinux."""
+    require_tools()
+    text = ("[    0.000000] Linux version 6.1.192 (x@y) #1 SMP\n"
+            f"fgkaslr-seed: {SEED_A.upper()}\n"
+            "[    1.5] Kernel Offset: 0x1c000000 from 0xffffffff81000000 (relocation range: x)\n")
+    (tmp_path / "log").write_text(text)
+    r = run(FGK, "seed", "capture", "--text", tmp_path / "log", "--vmlinux", VMLINUX,
+            "--note", "from a test", "-o", tmp_path / "rec")
+    assert r.returncode == 0, r.stderr
+    rec = fgkrun.read_seed_record(tmp_path / "rec")
+    assert rec == {"seed": SEED_A, "build-id": fgkrun.elf_build_id(VMLINUX),
+                   "release": (KERNEL_DIR / "release").read_text().strip(),
+                   "offset": "0x1c000000", "note": "from a test"}
+    r = run(FGK, "seed", "capture", "--text", "-", input=f"FGKASLR_SEED={SEED_A}\n")
+    assert r.returncode == 0 and r.stdout == f"seed: {SEED_A}\n", r.stderr
+    bad = {
+        "two": (f"{SEED_A}\n{'11' * 32}\n", "several different seeds"),
+        "none": ("Kernel Offset: disabled\n", "no seed found"),
+        "disabled": ("FGKASLR_SEED=disabled\n", "disabled in that boot"),
+    }
+    for name, (t, msg) in bad.items():
+        r = run(FGK, "seed", "capture", "--text", "-", input=t)
+        assert r.returncode == 1 and msg in r.stderr and len(r.stderr.splitlines()) == 1, \
+            (name, r.stderr)
+    (tmp_path / "oops").write_text("Kernel panic - not syncing: x\n Call Trace:\n")
+    r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops", "--vmlinux", VMLINUX)
+    assert r.returncode == 1 and "cannot be derived from function addresses" in r.stderr
+    r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops")
+    assert r.returncode == 2 and "needs --vmlinux" in r.stderr
 
 
 def test_seed_capture_plain(crashed):

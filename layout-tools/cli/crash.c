@@ -101,8 +101,15 @@ static struct fgk_vmlinux *find_vmlinux(const char *dump, const char *build_id,
 	if (len > 0) {
 		exe[len] = '\0';
 		d = dir_of(exe);	/* build/bin */
-		if (d && asprintf(&cands[n], "%s/../kernel/vmlinux", d) >= 0)
-			n++;
+		if (d) {
+			char *up = strrchr(d, '/');	/* build/bin -> build */
+
+			if (up && up != d) {
+				*up = '\0';
+				if (asprintf(&cands[n], "%s/kernel/vmlinux", d) >= 0)
+					n++;
+			}
+		}
 		free(d);
 	}
 	if (strlen(build_id) > 2 &&
