@@ -321,14 +321,85 @@ def test_kernel_scripts_work(running_guest):
     assert re.search(r"\b1\s+init\b|\bsh\b|\bswapper", r.stdout)  # lx-ps
 
 
-def test_module_symbols(running_guest):
-    kos = list((KERNEL_DIR / "modules").rglob("*.ko")) if (KERNEL_DIR / "modules").is_dir() \
+SECTS_PY = r"""
+import gdb
+m = gdb.parse_and_eval("mod").dereference()
+sa = m["sect_attrs"]
+print("MODNAME", m["name"].string())
+print("MODINIT", hex(int(m["init"])), gdb.execute(f"info symbol {int(m['init'])}",
+      to_string=True).strip())
+for i in range(int(sa["nsections"])):
+    a = sa["attrs"][i]
+    n = a["battr"]["attr"]["name"].string()
+    ad = int(a["address"])
+    if ad:
+        print("SECT", n, hex(ad), gdb.execute(f"info symbol {ad}", to_string=True).strip())
+"""
+
+
+def ko_section_heads(ko):
+    """{section name: [function names at offset 0 of it]} of a .ko."""
+    out = subprocess.run(["readelf", "-sW", "-SW", str(ko)], capture_output=True,
+                         text=True, check=True).stdout
+    names = {}
+    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+PROGBITS", out, re.M):
+        names[m.group(1)] = m.group(2)
+    heads = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[0].endswith(":") and f[3] == "FUNC" and int(f[1], 16) == 0:
+            sec = names.get(f[6])
+            if sec:
+                heads.setdefault(sec, []).append(f[7])
+    return heads
+
+
+def test_module_symbols(tmp_path):
+    """A module inserted after attach: the do_init_module hook loads its .ko
+    with every section's address; gdb then names the function at the start
+    of each of its code sections and its init function."""
+    fg = require_fg(nofg_ok=True)
+    kos = sorted((KERNEL_DIR / "modules").rglob("*.ko")) if (KERNEL_DIR / "modules").is_dir() \
         else []
     if not kos:
         reason = "the kernel builds no modules (no .ko under build/kernel/modules)"
         print(reason)
         pytest.skip(reason)
-    pytest.skip(f"{len(kos)} modules built, but the guest initramfs does not load them yet")
+    ko = kos[0]
+    modname = ko.name[:-3].replace("-", "_")
+    (tmp_path / "sects.py").write_text(SECTS_PY)
+    script = ("echo READY > /dev/console\n"
+              "i=0; while [ $i -lt 3000 ]; do insmod /fgk/m.ko 2>/dev/null; rmmod %s "
+              "2>/dev/null; sleep 0.2; i=$((i+1)); done\n" % modname)
+    port = free_port()
+    g = guest(script, profile="debug", seed="%064x" % random.getrandbits(256), gdb=port,
+              kaslr=True, timeout=600, files={"/fgk/m.ko": ko})
+    g.start()
+    try:
+        assert g.wait_for_console("READY", timeout=180), "guest did not come up"
+        r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX), "break do_init_module",
+                "continue", f"source {tmp_path / 'sects.py'}", "fgk info", "delete",
+                "detach")
+    finally:
+        g.kill()
+    out = r.stdout
+    assert "fgk attach:" not in r.stderr, r.stderr
+    assert f"fgk: module {modname}: {ko}" in out, "the hook did not load the module"
+    assert re.search(rf"^  {modname}: {re.escape(str(ko))} \(\d+ sections\)", out, re.M)
+    m = re.search(r"^MODINIT (0x[0-9a-f]+) (\w+) in section \.init\.text", out, re.M)
+    assert m, out
+    heads = ko_section_heads(ko)
+    assert m.group(2) in heads[".init.text"], (m.group(2), heads)
+    code = {n: h for n, h in heads.items() if n == ".text" or n.startswith(".text.")}
+    seen = 0
+    for name, addr, sym in re.findall(r"^SECT (\S+) (0x[0-9a-f]+) (\S+)", out, re.M):
+        if name in code:
+            assert sym in code[name], (name, addr, sym, code[name])
+            seen += 1
+    assert seen >= 1
+    if fg:
+        assert seen == len(code) and len(code) > 1, (seen, code)
+    print(f"module {modname}: {seen} code sections named right")
 
 
 # --------------------------------------------------------------------------
@@ -338,13 +409,14 @@ EARLY_FUNC = "_printk"
 
 
 def test_attach_before_boot_hbreak():
-    require_fg()
+    fg = require_fg(nofg_ok=True)
     seed = "%064x" % random.getrandbits(256)
     port = free_port()
-    lay = subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", seed],
-                         capture_output=True, text=True, check=True).stdout
-    if f"\t.text.{EARLY_FUNC}\t" not in lay:
-        pytest.skip(f"{EARLY_FUNC} is not in a .text.* section of this vmlinux")
+    if fg:
+        lay = subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", seed],
+                             capture_output=True, text=True, check=True).stdout
+        if f"\t.text.{EARLY_FUNC}\t" not in lay:
+            pytest.skip(f"{EARLY_FUNC} is not in a .text.* section of this vmlinux")
     script = f'grep " {EARLY_FUNC}$" /proc/kallsyms\n'
     g = guest(script, profile="debug", seed=seed, gdb=port, wait_gdb=True, timeout=300)
     g.start()
@@ -357,7 +429,10 @@ def test_attach_before_boot_hbreak():
     finally:
         g.kill()
     out = r.stdout
+    assert "fgk attach:" not in r.stderr, r.stderr
     assert "NOT verified" in out
+    if fg:
+        assert re.search(rf"loaded \S+ at offset 0x0 \(\d+ shuffled sections\)", out)
     assert re.search(rf"Breakpoint \d+, (?:0x[0-9a-f]+ in )?{EARLY_FUNC} \(", out), out
     pc = int(re.search(r"^\$1 = (0x[0-9a-f]+)$", out, re.M).group(1), 16)
     syms = kallsyms(res.output)
