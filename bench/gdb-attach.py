@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Benchmark `fgk attach` (fgk-gdb) against loading vmlinux by hand.
+
+One guest (QEMU TCG, base KASLR on, random FG-KASLR seed) with its gdbstub;
+then, each in a fresh gdb connected to it, timed inside gdb (gdb's own
+start-up excluded), up to the point where symbols are ready (`info line
+version_proc_show` answered):
+
+  baseline  file vmlinux; symbol-file -o OFFSET vmlinux   (offset known)
+  symfile   symbol-file -o OFFSET vmlinux alone (the least gdb can do)
+  cold      fgk attach --vmlinux vmlinux, empty $FGK_CACHE_DIR
+            (finds offset and seed, relinks, verifies, loads)
+  cached    fgk attach again with the cache of the cold run
+
+Each variant runs REPEAT times; the median is reported with the ratios
+cold/baseline and cached/baseline.  On a kernel that is not an FG-KASLR
+build, fgk attach loads vmlinux at the offset (no relink): said in the
+output.
+
+Usage: bench/gdb-attach.py [--repeat N] [--port PORT]
+"""
+import argparse
+import os
+import random
+import re
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "qemu-profiles"))
+import fgkrun  # noqa: E402
+
+VMLINUX = REPO / "build" / "kernel" / "vmlinux"
+LOADER = REPO / "fgk-gdb" / "fgk.py"
+
+TIMER = r"""
+python
+import gdb, time
+def _fgk_bench(cmds):
+    t = time.monotonic()
+    for c in cmds:
+        gdb.execute(c, to_string=True)
+    gdb.execute("info line version_proc_show", to_string=True)
+    print("FGK-BENCH-SECONDS %.4f" % (time.monotonic() - t))
+end
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def timed_gdb(port, cmds, env=None, tmp=None):
+    script = Path(tmp) / "timer.gdb"
+    script.write_text(TIMER)
+    py = "python _fgk_bench(%r)" % (cmds,)
+    r = subprocess.run(["gdb", "-batch", "-nx", "-ex", "set confirm off",
+                        "-ex", f"target remote 127.0.0.1:{port}",
+                        "-ex", f"source {LOADER}", "-x", str(script), "-ex", py,
+                        "-ex", "detach"],
+                       capture_output=True, text=True, env=env, timeout=900)
+    m = re.search(r"FGK-BENCH-SECONDS (\S+)", r.stdout)
+    if not m:
+        sys.exit(f"gdb-attach: gdb failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+    return float(m.group(1)), r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--port", type=int)
+    a = ap.parse_args()
+    if not VMLINUX.is_file():
+        print("gdb-attach: build/kernel/vmlinux missing: run 'make kernel'")
+        return 1
+    if not shutil.which("gdb"):
+        print("gdb-attach: gdb not installed (make deps)")
+        return 1
+    port = a.port or free_port()
+    seed = "%064x" % random.getrandbits(256)
+    script = "echo READY > /dev/console\nwhile :; do sleep 1; done\n"
+    g = fgkrun.Guest("debug", script, seed=seed, gdb=port, kaslr=True, timeout=1800)
+    g.start()
+    try:
+        if not g.wait_for_console("READY", timeout=180):
+            print("gdb-attach: guest did not come up")
+            return 1
+        with tempfile.TemporaryDirectory(prefix="fgk-bench-") as tmp:
+            env = dict(os.environ)
+            # the offset, once, for the baseline
+            out = subprocess.run(
+                ["gdb", "-batch", "-nx", "-ex", f"target remote 127.0.0.1:{port}",
+                 "-ex", f"source {LOADER}",
+                 "-ex", f"fgk attach --vmlinux {VMLINUX} --no-modules", "-ex", "detach"],
+                capture_output=True, text=True, timeout=900,
+                env=dict(env, FGK_CACHE_DIR=str(Path(tmp) / "probe"))).stdout
+            offset = int(re.search(r"kernel offset (0x[0-9a-f]+)", out).group(1), 16)
+            fg = "not an FG-KASLR build" not in out
+            res = {"baseline": [], "symfile": [], "cold": [], "cached": []}
+            for i in range(a.repeat):
+                t, _ = timed_gdb(port, [f"file {VMLINUX}",
+                                        f"symbol-file -o {offset:#x} {VMLINUX}"],
+                                 env=env, tmp=tmp)
+                res["baseline"].append(t)
+                res["symfile"].append(timed_gdb(
+                    port, [f"symbol-file -o {offset:#x} {VMLINUX}"], env=env, tmp=tmp)[0])
+                cache = Path(tmp) / f"cache{i}"
+                cenv = dict(env, FGK_CACHE_DIR=str(cache))
+                attach = [f"fgk attach --vmlinux {VMLINUX}"]
+                res["cold"].append(timed_gdb(port, attach, env=cenv, tmp=tmp)[0])
+                res["cached"].append(timed_gdb(port, attach, env=cenv, tmp=tmp)[0])
+                shutil.rmtree(cache, ignore_errors=True)
+    finally:
+        g.kill()
+    med = {k: statistics.median(v) for k, v in res.items()}
+    kind = "FG-KASLR build" if fg else "NOT an FG-KASLR build: attach loads vmlinux as is"
+    print(f"gdb-attach: {VMLINUX.relative_to(REPO)} ({kind}), offset {offset:#x}, "
+          f"{a.repeat} runs each, median seconds until symbols are ready")
+    for k in ("baseline", "symfile", "cold", "cached"):
+        runs = " ".join(f"{x:.2f}" for x in res[k])
+        print(f"  {k:9} {med[k]:7.2f} s   ({runs})")
+    print(f"  ratio cold/baseline   {med['cold'] / med['baseline']:.2f}x")
+    print(f"  ratio cached/baseline {med['cached'] / med['baseline']:.2f}x")
+    print(f"  ratio cached/symfile  {med['cached'] / med['symfile']:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
