@@ -346,6 +346,9 @@ def parse_seed(text: str) -> str:
     return t.lower()
 
 
+SEED_RECORD_KEYS = ("seed", "build-id", "release", "offset", "note")
+
+
 def parse_seed_record(text: str, name: str = "<record>") -> dict:
     """A seed record (docs/seed-records.md): ``key: value`` lines."""
     rec = {}
@@ -354,9 +357,15 @@ def parse_seed_record(text: str, name: str = "<record>") -> dict:
         if not line or line.startswith("#"):
             continue
         key, sep, value = line.partition(":")
-        if not sep:
+        key = key.strip()
+        if not sep or not key:
             raise FgkError(f"{name}:{lineno}: expected 'key: value'")
-        rec[key.strip()] = value.strip()
+        if key not in SEED_RECORD_KEYS:
+            raise FgkError(f"{name}:{lineno}: unknown key {key!r} "
+                           f"(known: {', '.join(SEED_RECORD_KEYS)})")
+        if key in rec:
+            raise FgkError(f"{name}:{lineno}: duplicate key {key!r}")
+        rec[key] = value.strip()
     if "seed" not in rec:
         raise FgkError(f"{name}: no 'seed:' line (not a seed record)")
     rec["seed"] = parse_seed(rec["seed"])

@@ -286,6 +286,12 @@ def test_seed_record(tmp_path):
     rec = core.read_seed_record(p)
     assert rec["seed"] == SEED and rec["build-id"] == "abcd"
     assert rec["offset"] == 0x1e000000
+    p.write_text(f"seed: {SEED}\nsede: x\n")
+    with pytest.raises(FgkError, match="unknown key 'sede'"):
+        core.read_seed_record(p)
+    p.write_text(f"seed: {SEED}\nseed: {SEED}\n")
+    with pytest.raises(FgkError, match="duplicate"):
+        core.read_seed_record(p)
     p.write_text("build-id: abcd\n")
     with pytest.raises(FgkError, match="no 'seed:'"):
         core.read_seed_record(p)
