@@ -29,6 +29,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,11 @@ import fgkdump  # noqa: E402
 import fgkrun  # noqa: E402
 
 FGK = BIN_DIR / "fgk"
+# FGK_TEST_KERNEL_DIR (bzImage, vmlinux, System.map, release) and
+# FGK_TEST_APPEND (e.g. qemu_fw_cfg.ioport=0xc@0x510 for a kernel without
+# ACPI) run these tests on another build than build/kernel.
+KERNEL_DIR = Path(os.environ.get("FGK_TEST_KERNEL_DIR") or KERNEL_DIR)
+EXTRA_APPEND = os.environ.get("FGK_TEST_APPEND", "")
 VMLINUX = KERNEL_DIR / "vmlinux"
 PANIC_FUNCS = ["sysrq_handle_crash", "__handle_sysrq", "write_sysrq_trigger"]
 DRGN = shutil.which("drgn")
@@ -117,7 +123,10 @@ def crashed(tmp_path_factory):
     d = tmp_path_factory.mktemp("dump")
     (d.parent / "guest.sh").write_text(GUEST_SCRIPT)
     cmd = [REPO / "qemu-profiles" / "run", "dump", "--dump-dir", d,
-           "--init", d.parent / "guest.sh", "--timeout", "240"]
+           "--init", d.parent / "guest.sh", "--timeout", "240",
+           "--kernel", KERNEL_DIR / "bzImage"]
+    if EXTRA_APPEND:
+        cmd += ["--append", EXTRA_APPEND]
     if seed:
         cmd += ["--seed", seed]
     r = run(*cmd)
@@ -165,7 +174,8 @@ def link_line(func):
 
 
 def same_line(crash_file, crash_line, ref):
-    return crash_file.endswith("/" + ref[0]) and int(crash_line) == ref[1]
+    return (crash_file == ref[0] or crash_file.endswith("/" + ref[0])) \
+        and int(crash_line) == ref[1]
 
 
 def crash_session(crashed, dump, tmp_path, extra_cmds=()):
@@ -393,7 +403,8 @@ def test_replay_same_layout(crashed):
     """Replaying the captured record boots the crashed kernel's layout."""
     require_fg()
     res = fgkrun.run("replay", "echo kallsyms-begin; cat /proc/kallsyms; echo kallsyms-end",
-                     seed_file=crashed["dir"] / "seed", timeout=180)
+                     seed_file=crashed["dir"] / "seed", timeout=180,
+                     kernel=KERNEL_DIR / "bzImage", append=EXTRA_APPEND)
     assert res.rc == 0, res.message
     off = crashed["offset"]
     # absolute (per-CPU) symbols are neither shuffled nor offset

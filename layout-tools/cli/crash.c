@@ -395,11 +395,9 @@ static int run(int argc, char **argv)
 			dump, fgk_vmcore_format_name(vi.format),
 			vi.osrelease ? vi.osrelease : "?", vi.build_id ? vi.build_id : "?",
 			shuffle ? hex : "-", seed_src, kaslr + 2);
-		fprintf(stderr, "fgk crash: vmlinux %s%s%s\n", target,
+		fprintf(stderr, "fgk crash: vmlinux %s%s%s%s\n", target,
 			shuffle ? (cached ? " (cached relink of " : " (relinked from ") : "",
-			shuffle ? t.vmlinux : "");
-		if (shuffle)
-			fputs(")\n", stderr);
+			shuffle ? t.vmlinux : "", shuffle ? ")" : "");
 	}
 
 	{
