@@ -7,9 +7,6 @@ _dir = os.path.dirname(os.path.abspath(__file__))
 if _dir not in sys.path:
     sys.path.insert(0, _dir)
 
-import gdb  # noqa: E402
+import fgkgdb  # noqa: E402
 
-if not getattr(gdb, "_fgk_gdb_loaded", False):
-    from fgkgdb import commands  # noqa: E402
-    commands.register()
-    gdb._fgk_gdb_loaded = True
+fgkgdb.load()

@@ -208,21 +208,31 @@ def kernel_script_candidates(vmlinux):
             os.path.join(d, "build", "scripts", "gdb", KERNEL_SCRIPT)]
 
 
-def load_kernel_scripts(vmlinux):
-    """Source the kernel's scripts/gdb (lx-dmesg, lx-ps, ...) once."""
+def _have_lx_commands():
     try:
         gdb.execute("help lx-dmesg", to_string=True)
-        return "already loaded"
+        return True
     except gdb.error:
-        pass
+        return False
+
+
+def load_kernel_scripts(vmlinux):
+    """Source the kernel's scripts/gdb (lx-dmesg, lx-ps, ...) once."""
+    if _have_lx_commands():
+        return "already loaded"
+    seen = set()
     for cand in kernel_script_candidates(vmlinux):
-        if os.path.isfile(cand):
-            d = os.path.dirname(cand)
-            gdb.execute(f"add-auto-load-safe-path {core.quote(d)}")
-            try:
-                gdb.execute(f"source {core.quote(cand)}", to_string=True)
-            except gdb.error as e:
-                return f"{cand} failed: {e}"
+        real = os.path.realpath(cand)
+        if not os.path.isfile(cand) or real in seen:
+            continue
+        seen.add(real)
+        d = os.path.dirname(cand)
+        gdb.execute(f"add-auto-load-safe-path {core.quote(d)}")
+        try:
+            gdb.execute(f"source {core.quote(cand)}", to_string=True)
+        except gdb.error as e:
+            return f"{cand} failed: {e}"
+        if _have_lx_commands():     # not a user's hook that loads only fgk
             return f"loaded {cand}"
     return "not found (build with CONFIG_GDB_SCRIPTS)"
 
@@ -640,7 +650,15 @@ breakpoint that loads modules inserted later."""
         _run(modules_cmd, arg, "modules")
 
 
+_registered = False
+
+
 def register():
+    """Register the commands and event handlers (once per gdb)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
     FgkPrefix()
     FgkAttach()
     FgkInfo()
