@@ -310,6 +310,14 @@ def test_attach_wrong_build_id_is_refused(running_guest, tmp_path):
     assert "--vmlinux" in r.stderr
 
 
+def test_attach_to_running_guest_says_stop_it(running_guest):
+    r = gdb(f"target remote 127.0.0.1:{running_guest['port']}", f"source {LOADER}",
+            "continue &", f"fgk attach --vmlinux {VMLINUX}", "interrupt", "shell sleep 1",
+            "detach")
+    assert "fgk attach: the guest is running: stop it first (Ctrl-C or 'interrupt')" \
+        in r.stderr
+
+
 def test_kernel_scripts_work(running_guest):
     if not any(os.path.isfile(p) for p in (KERNEL_DIR / "vmlinux-gdb.py",
                                            KERNEL_DIR / "build" / "vmlinux-gdb.py")):
