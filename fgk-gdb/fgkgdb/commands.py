@@ -455,7 +455,8 @@ def attach(argv):
             bi = read_boot_info(vm, syms["fgkaslr_boot_info"], offset)
             if not bi.valid:
                 raise FgkError("seed unreadable: the decompressor has not run yet (early "
-                               f"boot?), fgkaslr_boot_info.magic is {bi.magic:#x}: pass --seed")
+                               "boot?): pass --seed (fgkaslr_boot_info.magic is "
+                               f"{bi.magic:#x}, not {core.FGKASLR_BOOT_MAGIC:#x})")
             if bi.shuffled:
                 seed, st.seed_source = bi.seed, "guest fgkaslr_boot_info"
             else:
