@@ -20,7 +20,9 @@ cache lookup); cold is dominated by the relink.  On a kernel without the
 FG-KASLR series both dumps are unshuffled and fgk crash does not relink:
 the report says so.
 
-Usage: bench/crash-start.py [--repeat N] [--keep DIR]
+Usage: bench/crash-start.py [--repeat N] [--keep DIR] [--kernel-dir DIR] [--append ARGS]
+(--kernel-dir: another build's bzImage + vmlinux; --append: more kernel
+command line, e.g. qemu_fw_cfg.ioport=0xc@0x510 for a kernel without ACPI)
 """
 import argparse
 import os
@@ -65,10 +67,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--keep", metavar="DIR", help="keep the dumps in DIR")
+    ap.add_argument("--kernel-dir", metavar="DIR", help="bzImage and vmlinux (default build/kernel)")
+    ap.add_argument("--append", default="", metavar="ARGS", help="more kernel command line")
     args = ap.parse_args()
-    for p in (FGK, VMLINUX, REPO / "build" / "kernel" / "bzImage"):
+    global VMLINUX
+    kdir = Path(args.kernel_dir) if args.kernel_dir else REPO / "build" / "kernel"
+    VMLINUX = kdir / "vmlinux"
+    for p in (FGK, VMLINUX, kdir / "bzImage"):
         if not p.is_file():
-            print(f"bench crash-start: {p.relative_to(REPO)} missing (make kernel tools); skipped")
+            print(f"bench crash-start: {p} missing (make kernel tools); skipped")
             return 0
     crash = shutil.which("crash")
     if not crash:
@@ -80,14 +87,21 @@ def main():
     try:
         seed = os.urandom(32).hex() if fg else None
         dumps = {}
-        for name, kw in (("A", {"seed": seed}), ("B", {"append": "nofgkaslr"})):
+        for name, kw in (("A", {"seed": seed, "append": args.append}),
+                         ("B", {"append": " ".join(filter(None, [args.append, "nofgkaslr"]))})):
             t = time.perf_counter()
             res = fgkdump.dump_run("dump", SCRIPT, dump_dir=work / name, timeout=240,
+                                   kernel=kdir / "bzImage",
                                    **{k: v for k, v in kw.items() if v})
             if not res.dumped:
                 sys.exit(f"bench crash-start: boot {name}: no dump ({res.message}; "
                          f"{res.result.message})")
             dumps[name] = work / name / "vmcore"
+            if fg:
+                want = "disabled" if name == "B" else seed
+                got = res.vmcoreinfo.get("FGKASLR_SEED")
+                if got != want:
+                    sys.exit(f"bench crash-start: dump {name}: FGKASLR_SEED={got}, expected {want}")
             print(f"boot+panic+dump {name}: {time.perf_counter() - t:.1f} s "
                   f"({(work / name / 'vmcore').stat().st_size >> 20} MiB ELF)")
         (work / "exit").write_text("exit\n")

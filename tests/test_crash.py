@@ -244,6 +244,16 @@ def test_dump_dir(crashed):
         if crashed["fg"]:
             assert f"fgkaslr-seed: {crashed['seed']}\n" in r.stdout
     if crashed["fg"]:
+        # really shuffled: most functions are not at link address + offset
+        smap = {}
+        for line in (KERNEL_DIR / "System.map").read_text().splitlines():
+            a, t, n = line.split()[:3]
+            if t in "tT":
+                smap.setdefault(n, int(a, 16))
+        moved = sum(1 for a, t, n in crashed["kallsyms"]
+                    if t in "tT" and n in smap and a - crashed["offset"] != smap[n])
+        print(f"{moved} functions not at their link address + offset")
+        assert moved > 1000
         rec = fgkrun.read_seed_record(d / "seed")
         assert rec["seed"] == crashed["seed"] and rec["build-id"] == build_id
         assert rec["offset"] == f"{crashed['offset']:#x}"
@@ -414,6 +424,7 @@ def test_replay_same_layout(crashed):
     assert len(replay_set) == len(crashed_set)
     diff = [(x, y) for x, y in zip(crashed_set, replay_set) if x != y]
     assert not diff, f"{len(diff)} symbols differ, e.g. {diff[:5]}"
+    print(f"replay: {len(replay_set)} kallsyms lines equal the crashed boot's minus {off:#x}")
 
 
 DRGN_SCRIPT = r"""
