@@ -150,15 +150,30 @@ static struct fgk_vmlinux *find_vmlinux(const char *dump, const char *build_id,
 	return found;
 }
 
-/* Is vm laid out for FG-KASLR (has randomized .text.* sections)? */
-static struct fgk_error *is_fgkaslr(struct fgk_vmlinux *vm, bool *ret)
+/*
+ * Is vm laid out for FG-KASLR (has randomized .text.* sections)?  And was
+ * it relinked already (a vmlinux.fgk: the linker leaves the .text.*
+ * sections in increasing address order by section index, a relink does
+ * not)?
+ */
+static struct fgk_error *is_fgkaslr(struct fgk_vmlinux *vm, bool *ret,
+				    bool *relinked)
 {
 	struct fgk_seed zero = { { 0 } };
 	struct fgk_layout *l = NULL;
 	struct fgk_error *err = fgk_layout_compute(vm, &zero, &l);
 
-	fgk_layout_free(l);
 	*ret = true;
+	*relinked = false;
+	if (l) {
+		for (size_t i = 1; i < l->n; i++) {
+			if (l->secs[i].addr < l->secs[i - 1].addr) {
+				*relinked = true;
+				break;
+			}
+		}
+	}
+	fgk_layout_free(l);
 	if (err && err->code == FGK_ERR_NOT_FGKASLR) {
 		fgk_error_free(err);
 		*ret = false;
@@ -205,7 +220,7 @@ static int run(int argc, char **argv)
 	char **extra = NULL, *fgk_path = NULL, *fallback = NULL;
 	char kaslr[64], hex[FGK_SEED_HEX_LEN + 1], tried[4096];
 	bool info_only = false, dry = false, quiet = false, have_vmcoreinfo = true;
-	bool shuffle = false, cached = false;
+	bool shuffle = false, cached = false, is_fg = false;
 	int nopt = argc, nextra = 0, opt, rc = 1;
 
 	if (!crash || !*crash)
@@ -309,6 +324,23 @@ static int run(int argc, char **argv)
 				t.vmlinux, !id ? "vmlinux" : "the dump");
 	}
 
+	/* a vmlinux.fgk given as VMLINUX would be shuffled twice */
+	{
+		bool fg, relinked;
+
+		err = is_fgkaslr(t.vm, &fg, &relinked);
+		if (err) {
+			rc = cli_fail(err);
+			goto out;
+		}
+		if (fg && relinked) {
+			rc = cli_errorf("vmlinux '%s' is already relinked (a vmlinux.fgk): give the original vmlinux, fgk crash relinks it for the dump",
+					t.vmlinux);
+			goto out;
+		}
+		is_fg = fg;
+	}
+
 	/* the seed */
 	if (t.seed_text || t.seed_file) {
 		if (t.seed_text) {
@@ -347,14 +379,7 @@ static int run(int argc, char **argv)
 				have_vmcoreinfo ? "no FGKASLR_SEED in VMCOREINFO" : "no VMCOREINFO",
 				seed_src);
 	} else {
-		bool fg;
-
-		err = is_fgkaslr(t.vm, &fg);
-		if (err) {
-			rc = cli_fail(err);
-			goto out;
-		}
-		if (fg) {
+		if (is_fg) {
 			rc = cli_errorf("%s: %s, and vmlinux '%s' is an FG-KASLR kernel: give --seed SEED or --seed-file RECORD",
 					dump, have_vmcoreinfo ? "no FGKASLR_SEED in its VMCOREINFO" : "no VMCOREINFO",
 					t.vmlinux);
