@@ -238,6 +238,14 @@ def test_seed_record_errors(text, err):
         fgkrun.parse_seed_record(text, "t.seed")
 
 
+def test_base_initramfs_is_padded():
+    # the script archive that follows must start 4-byte aligned, or the
+    # kernel never sees it
+    base = fgkrun.base_initramfs()
+    data = base.read_bytes()
+    assert data[:2] == b"\x1f\x8b" and len(data) % 4 == 0
+
+
 def test_cpio_archive_layout():
     data = fgkrun.overlay_archive("echo hi\n", {"/opt/x/data": b"abc"})
     assert data.startswith(b"070701") and len(data) % 512 == 0
