@@ -276,6 +276,11 @@ def test_relink_cached(crashed, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "(cached relink of" in r.stderr
     assert r.stdout.startswith(f"crash --kaslr={crashed['offset']:#x} ")
+    fgk_file = r.stdout.split()[-2]
+    assert fgk_file.endswith(".vmlinux.fgk")
+    # given vmlinux.fgk itself, fgk would shuffle twice: refused
+    r = run(FGK, "crash", "-n", crashed["dir"] / "vmcore", fgk_file, env=fgk_env(crashed))
+    assert r.returncode == 1 and "already relinked" in r.stderr, r.stderr
 
 
 def test_other_build_refused(crashed, tmp_path):
@@ -359,11 +364,19 @@ def test_seed_capture(crashed, tmp_path):
         assert r.returncode == 0, r.stderr
         got = fgkrun.parse_seed_record(r.stdout)
         assert got == want, (args, got, want)
-    # an oops carries no seed: said clearly
+    # the panic log: the seed only if the log shows it (the boot's
+    # "Command line:" with fgkaslr_seed=), else said clearly
     (tmp_path / "oops").write_text(crashed["log"])
     r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops", "--vmlinux", VMLINUX)
-    if r.returncode:
-        assert "cannot be derived" in r.stderr
+    if f"fgkaslr_seed={crashed['seed']}" in crashed["log"]:
+        assert r.returncode == 0, r.stderr
+        assert fgkrun.parse_seed_record(r.stdout) == want
+    else:
+        assert r.returncode == 1 and "cannot be derived" in r.stderr, r.stderr
+    no_seed = re.sub(r"fgkaslr_seed=\S+", "fgkaslr_seed=<masked>", crashed["log"])
+    (tmp_path / "oops").write_text(no_seed)
+    r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops", "--vmlinux", VMLINUX)
+    assert r.returncode == 1 and "cannot be derived" in r.stderr, r.stderr
 
 
 SEED_A = "00" * 31 + "2a"
