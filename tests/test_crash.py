@@ -20,8 +20,9 @@ kdump-compressed dump (module fixture `crashed`).  Then:
   * drgn on the ELF dump with vmlinux.fgk prints the panicking task's stack.
 
 On a kernel without the FG-KASLR series (no .text.* sections in vmlinux) the
-same pipeline runs with the plain vmlinux (the FG-specific tests skip and
-say why): that is the unshuffled baseline of the same tools.
+shuffled proofs skip and say why; the *_unshuffled tests run the same
+checks with the plain vmlinux instead (the baseline of the same tools), and
+the runner, bad-dump and other-build tests run on either.
 """
 import os
 import re
@@ -81,7 +82,7 @@ def require_tools():
 def require_fg():
     if not is_fg_vmlinux():
         reason = ("build/kernel/vmlinux has no .text.* sections (not an FG-KASLR "
-                  "build yet): no seed to capture or replay")
+                  "build yet): no shuffled dump to prove anything on; the *_unshuffled baselines run")
         print(reason)
         pytest.skip(reason)
 
@@ -261,11 +262,27 @@ def test_dump_dir(crashed):
         assert not (d / "seed").exists()
 
 
+def require_unshuffled(crashed):
+    if crashed["fg"]:
+        pytest.skip("FG-KASLR kernel: the shuffled variant of this test runs instead")
+
+
 @pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
 def test_fgk_crash(crashed, dump, tmp_path):
+    """The proof: crash on a shuffled dump through fgk crash."""
+    require_fg()
     r = crash_session(crashed, crashed["dir"] / dump, tmp_path)
-    if crashed["fg"]:
-        assert ".vmlinux.fgk" in r.stderr and f"seed {crashed['seed']} (VMCOREINFO)" in r.stderr
+    assert ".vmlinux.fgk" in r.stderr and f"seed {crashed['seed']} (VMCOREINFO)" in r.stderr
+    assert f"kaslr={crashed['offset']:#x}" in r.stderr
+    check_crash_output(crashed, r)
+
+
+@pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
+def test_fgk_crash_unshuffled(crashed, dump, tmp_path):
+    """Baseline on a kernel without the series: same checks, plain vmlinux."""
+    require_unshuffled(crashed)
+    r = crash_session(crashed, crashed["dir"] / dump, tmp_path)
+    assert "vmlinux has no .text.* sections" in r.stderr
     assert f"kaslr={crashed['offset']:#x}" in r.stderr
     check_crash_output(crashed, r)
 
@@ -487,12 +504,20 @@ for name in %r:
 
 @pytest.mark.skipif(DRGN is None, reason="drgn not installed (python3-drgn)")
 def test_drgn(crashed, tmp_path):
-    if crashed["fg"]:
-        r = run(FGK, "relink", VMLINUX, "--seed", crashed["seed"], env=fgk_env(crashed))
-        assert r.returncode == 0, r.stderr
-        target = r.stdout.strip()
-    else:
-        target = VMLINUX
+    """drgn -c vmcore -s vmlinux.fgk: the panicking task's stack, symbols."""
+    require_fg()
+    r = run(FGK, "relink", VMLINUX, "--seed-file", crashed["dir"] / "seed", env=fgk_env(crashed))
+    assert r.returncode == 0, r.stderr
+    drgn_check(crashed, tmp_path, r.stdout.strip())
+
+
+@pytest.mark.skipif(DRGN is None, reason="drgn not installed (python3-drgn)")
+def test_drgn_unshuffled(crashed, tmp_path):
+    require_unshuffled(crashed)
+    drgn_check(crashed, tmp_path, VMLINUX)
+
+
+def drgn_check(crashed, tmp_path, target):
     (tmp_path / "bt.py").write_text(DRGN_SCRIPT % (PANIC_FUNCS,))
     dump = crashed["dir"] / "vmcore"
     r = run(DRGN, "-q", "-c", dump, "-s", target, tmp_path / "bt.py", dump)
