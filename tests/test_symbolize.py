@@ -39,7 +39,7 @@ def oops(tmp_path_factory):
     path = tmp_path_factory.mktemp("oops") / "oops.txt"
     path.write_text(res.log)
     probes = {m.group(3): int(m.group(1), 16)
-              for m in re.finditer(r"probe ([0-9a-f]{16}) ([tT]) (\S+)", res.log)}
+              for m in re.finditer(r"probe ([0-9a-f]{16}) ([tT]) (\S+)", res.output)}
     assert set(probes) == set(TARGETS), probes
     return path, res.log, probes
 
@@ -64,16 +64,18 @@ def test_frames_match_decode_stacktrace(oops):
     common = set(ours) & set(theirs)
     print(f"frames decoded: fgk {len(ours)}, decode_stacktrace.sh {len(theirs)}, "
           f"compared {len(common)}")
-    assert "sysrq_handle_crash" in common
+    # the panic's own frame ends its function (noreturn call): only fgk
+    # decodes it, through the call instruction
+    assert "sysrq_handle_crash" in ours
     assert len(common) >= 4
     for name in common:
         assert ours[name] == theirs[name], (name, ours[name], theirs[name])
 
 
-def test_crash_line_is_the_faulting_store(oops):
+def test_crash_frame_is_the_panic_call(oops):
     path, _, _ = oops
     r = symbolize("--seed", SEED, path)
-    m = re.search(r"RIP: 0010:sysrq_handle_crash\+0x[0-9a-f]+/0x[0-9a-f]+ "
+    m = re.search(r"sysrq_handle_crash\+0x[0-9a-f]+/0x[0-9a-f]+ "
                   r"\(drivers/tty/sysrq\.c:(\d+)", r.stdout)
     assert m, r.stdout[-3000:]
     src = (REPO / "build" / "kernel" / "build" / "drivers" / "tty" /

@@ -191,6 +191,19 @@ static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t lin
 	if (!s->dwarf)
 		return;
 	err = fgk_dwarf_lookup(s->dwarf, link, &f, &n);
+	if (!err && (!n || !f[0].file || !f[0].line)) {
+		fgk_srcframes_free(f, n);
+		err = fgk_error_new(FGK_ERR_LOOKUP, NULL, "no line");
+	}
+	if (err && link) {
+		/*
+		 * A return address right after a call that ends its function
+		 * (a noreturn callee) has no line of its own: the call itself,
+		 * at link - 1, is what the frame means.
+		 */
+		fgk_error_free(err);
+		err = fgk_dwarf_lookup(s->dwarf, link - 1, &f, &n);
+	}
 	if (err) {
 		fgk_error_free(err);
 		return;
