@@ -277,6 +277,19 @@ def test_fgk_crash(crashed, dump, tmp_path):
     check_crash_output(crashed, r)
 
 
+def test_plain_crash_is_wrong(crashed, tmp_path):
+    """Why fgk crash exists: stock crash with the link-order vmlinux names
+    the wrong functions in the shuffled dump's panic stack."""
+    require_fg()
+    (tmp_path / "cmds").write_text("bt\nexit\n")
+    r = run(CRASH, VMLINUX, crashed["dir"] / "vmcore", "-i", tmp_path / "cmds",
+            stdin=subprocess.DEVNULL)
+    bt = re.findall(r"^\s*#\d+ \[[0-9a-f]+\] (\S+) at", r.stdout, re.M)
+    print("crash vmlinux vmcore: bt", bt)
+    assert bt, r.stdout[-2000:] + r.stderr
+    assert not all(any(n == f or n.startswith(f + ".") for n in bt) for f in PANIC_FUNCS)
+
+
 @pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
 def test_fgk_crash_unshuffled(crashed, dump, tmp_path):
     """Baseline on a kernel without the series: same checks, plain vmlinux."""
