@@ -116,6 +116,17 @@ def kallsyms_addr(syms, name):
 
 @pytest.fixture(scope="module")
 def crashed(tmp_path_factory):
+    """(The dumps, 0.5 GiB, are removed after the module unless
+    FGK_KEEP_DUMPS is set.)"""
+    c = make_crashed(tmp_path_factory)
+    yield c
+    if not os.environ.get("FGK_KEEP_DUMPS"):
+        for name in ("vmcore", "vmcore.kdump"):
+            (c["dir"] / name).unlink(missing_ok=True)
+        shutil.rmtree(c["cache"], ignore_errors=True)
+
+
+def make_crashed(tmp_path_factory):
     """Boot with a random seed and base KASLR, capture kallsyms, crash, dump:
     `qemu-profiles/run dump --dump-dir D --init SCRIPT [--seed S]`."""
     require_tools()
@@ -332,6 +343,7 @@ def test_other_build_refused(crashed, tmp_path):
         assert r.returncode == 1 and r.stdout == ""
         assert len(r.stderr.strip().splitlines()) == 1
         assert new.hex() in r.stderr and theirs in r.stderr and "not the kernel of dump" in r.stderr
+    other.unlink()
 
 
 def flatten(src, dst, chunk=1 << 20):
@@ -403,6 +415,7 @@ def test_no_vmcoreinfo_fallback(crashed, tmp_path):
     if not crashed["fg"]:
         assert r.returncode == 0 and "without a VMCOREINFO note" in r.stderr
         assert "--kaslr=auto" in r.stdout
+        p.unlink()
         return
     assert r.returncode == 1 and "--seed" in r.stderr
     r = run(FGK, "crash", "-n", p, VMLINUX, "--seed-file", crashed["dir"] / "seed",
@@ -410,6 +423,7 @@ def test_no_vmcoreinfo_fallback(crashed, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "falling back to --seed/--seed-file" in r.stderr
     assert f"--kaslr={crashed['offset']:#x}" in r.stdout and ".vmlinux.fgk" in r.stdout
+    p.unlink()
 
 
 def test_seed_capture(crashed, tmp_path):
