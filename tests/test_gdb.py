@@ -321,6 +321,33 @@ def test_attach_wrong_build_id_is_refused(running_guest, tmp_path):
     assert "--vmlinux" in r.stderr
 
 
+def test_attach_without_fgk_tool_says_make_tools(running_guest, tmp_path):
+    if not running_guest["fg"]:
+        pytest.skip("non-FG kernel: the fgk tool is not needed")
+    ext = tmp_path / "elsewhere" / "fgk-gdb"        # no build/bin/fgk next to it
+    shutil.copytree(REPO / "fgk-gdb", ext, ignore=shutil.ignore_patterns("__pycache__"))
+    env = {k: v for k, v in os.environ.items() if k != "FGK"}
+    env["PATH"] = "/usr/bin:/bin"
+    assert not shutil.which("fgk", path=env["PATH"])
+    r = gdb(f"target remote 127.0.0.1:{running_guest['port']}", f"source {ext}/fgk.py",
+            f"fgk attach --vmlinux {VMLINUX}", "detach", env=env)
+    assert "fgk attach: the fgk tool is missing" in r.stderr
+    assert "run 'make tools'" in r.stderr
+
+
+def test_attach_twice_with_the_loaded_file(running_guest):
+    """No --vmlinux: the file gdb has loaded; a second attach (now the loaded
+    file is vmlinux.fgk) still means the original vmlinux."""
+    r = gdb(f"file {VMLINUX}", f"target remote 127.0.0.1:{running_guest['port']}",
+            f"source {LOADER}", "fgk attach --no-modules", "fgk attach --no-modules",
+            "fgk info", f"info symbol {running_guest['kallsyms']['version_proc_show']:#x}",
+            "detach")
+    assert "fgk attach:" not in r.stderr, r.stderr
+    assert r.stdout.count("kernel offset 0x") == 2
+    assert re.search(rf"^vmlinux:\s+{VMLINUX}$", r.stdout, re.M)
+    assert re.search(r"^version_proc_show in section", r.stdout, re.M)
+
+
 def test_attach_to_running_guest_says_stop_it(running_guest):
     r = gdb(f"target remote 127.0.0.1:{running_guest['port']}", f"source {LOADER}",
             "continue &", f"fgk attach --vmlinux {VMLINUX}", "interrupt", "shell sleep 1",

@@ -42,6 +42,7 @@ STATE = State()
 _MODULE_BP = None
 _elf_cache: dict = {}
 _ko_cache: dict = {}
+_relink_memo: dict = {}      # (vmlinux, mtime, size, seed) -> (vmlinux.fgk, layout)
 
 
 def _clear_caches(_event=None):
@@ -348,6 +349,24 @@ def arm_module_breakpoint():
 # --------------------------------------------------------------------------
 # attach
 
+def relink(vmlinux, seed):
+    """(path of vmlinux.fgk, layout JSON) from `fgk relink` and `fgk layout`;
+    remembered for the gdb session while vmlinux and the result are unchanged."""
+    st = os.stat(vmlinux)
+    key = (os.path.realpath(vmlinux), st.st_mtime_ns, st.st_size, seed)
+    hit = _relink_memo.get(key)
+    if hit and os.path.isfile(hit[0]):
+        return hit
+    fgk = core.find_fgk(EXT_DIR)
+    out = core.run_fgk(fgk, "relink", vmlinux, "--seed", seed).strip()
+    relinked = out.splitlines()[-1].strip() if out else ""
+    if not os.path.isfile(relinked):
+        raise FgkError(f"'fgk relink' printed no file name ({out!r})")
+    layout = json.loads(core.run_fgk(fgk, "layout", vmlinux, "--seed", seed, "--json"))
+    _relink_memo[key] = (relinked, layout)
+    return relinked, layout
+
+
 def current_vmlinux():
     pf = gdb.current_progspace().filename
     if pf and STATE.loaded and os.path.realpath(pf) == os.path.realpath(STATE.loaded):
@@ -468,14 +487,9 @@ def attach(argv):
         if seed is not None:
             st.seed = seed
             st.shuffled = True
-            fgk = core.find_fgk(EXT_DIR)
             t = time.monotonic()
-            out = core.run_fgk(fgk, "relink", vmlinux, "--seed", seed).strip()
-            relinked = out.splitlines()[-1].strip() if out else ""
-            if not os.path.isfile(relinked):
-                raise FgkError(f"'fgk relink' printed no file name ({out!r})")
+            relinked, layout = relink(vmlinux, seed)
             st.timings["relink"] = time.monotonic() - t
-            layout = json.loads(core.run_fgk(fgk, "layout", vmlinux, "--seed", seed, "--json"))
             st.nsections = len(layout["sections"])
             st.relinked = relinked
             if not early:
