@@ -285,8 +285,11 @@ def test_attach_breakpoints_backtrace_lines(running_guest):
     assert pcs[len(TARGETS)] == syms["version_proc_show"] + link_fl - \
         nm_link("version_proc_show")
     assert re.search(r"^\d+\s+.*version_proc_show\(struct seq_file \*m", out, re.M)
-    if fg:      # fgk addr: the runtime address of the symbol
-        assert f"{syms['version_proc_show']:016x}" in out
+    if fg:      # fgk addr: runtime address, link address, symbol, section
+        assert re.search(r"^version_proc_show\t%#x\t%#x\tversion_proc_show\+0x0/0x[0-9a-f]+"
+                         r"\t\.text\.version_proc_show$"
+                         % (syms["version_proc_show"], nm_link("version_proc_show")),
+                         out, re.M), out[-2000:]
 
 
 def test_attach_wrong_seed_is_refused(running_guest):
@@ -446,6 +449,37 @@ def test_module_symbols(tmp_path):
     if fg:
         assert seen == len(code) and len(code) > 1, (seen, code)
     print(f"module {modname}: {seen} code sections named right")
+
+
+def test_attach_unshuffled_boot(tmp_path):
+    """nofgkaslr: fgkaslr_boot_info says not shuffled: vmlinux itself is
+    loaded at the offset, and a breakpoint stops at link address + offset."""
+    fg = require_fg()
+    port = free_port()
+    script = ('grep " version_proc_show$" /proc/kallsyms\necho READY > /dev/console\n'
+              "i=0; while [ $i -lt 3000 ]; do read -r l < /proc/version; sleep 0.1; "
+              "i=$((i+1)); done\n")
+    g = guest(script, profile="debug", gdb=port, kaslr=True, append="nofgkaslr",
+              timeout=600)
+    g.start()
+    try:
+        assert g.wait_for_console("READY", timeout=180), "guest did not come up"
+        time.sleep(0.5)
+        syms = kallsyms(live_output(g))
+        r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX), "break version_proc_show",
+                "continue", "p/x $pc", "detach")
+    finally:
+        g.kill()
+    assert fg
+    out = r.stdout
+    assert "fgk attach:" not in r.stderr, r.stderr
+    assert re.search(r"the guest did not shuffle \(flags: [^)]*nofgkaslr[^)]*\): its layout "
+                     r"is link order; loaded \S+/vmlinux at offset 0x[0-9a-f]+", out), out
+    offset = int(re.search(r"kernel offset (0x[0-9a-f]+)", out).group(1), 16)
+    assert syms["version_proc_show"] == nm_link("version_proc_show") + offset
+    pc = int(re.search(r"^\$1 = (0x[0-9a-f]+)$", out, re.M).group(1), 16)
+    link_bp, _, _ = link_breakpoint("version_proc_show")
+    assert pc == link_bp + offset
 
 
 # --------------------------------------------------------------------------
