@@ -223,15 +223,35 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
     return out
 
 
+FW_CFG_IOPORT = "qemu_fw_cfg.ioport=0xc@0x510"
+
+
+def kernel_has_acpi(bzimage) -> bool:
+    """CONFIG_ACPI=y in the build's config (build/kernel/config beside
+    bzImage, or .config of the O= tree of arch/x86/boot/bzImage)?  True
+    when no config is found: then nothing is changed."""
+    bzimage = Path(bzimage).resolve()
+    for cfg in (bzimage.parent / "config", bzimage.parents[3] / ".config"
+                if len(bzimage.parents) > 3 else None):
+        if cfg is not None and cfg.is_file():
+            return "\nCONFIG_ACPI=y\n" in "\n" + cfg.read_text()
+    return True
+
+
 def dumpable_guest(profile: str = "dump", script: str | None = None, **kw):
     """An fgkrun.Guest (not started) set up for wait_and_dump(): panic=0
-    oops=panic on the command line, -device vmcoreinfo, a QMP socket."""
+    oops=panic on the command line, -device vmcoreinfo, a QMP socket, and
+    qemu_fw_cfg.ioport= for kernels built without ACPI."""
     append = " ".join(a for a in (kw.pop("append", ""), APPEND) if a)
     extra = list(kw.pop("extra_qemu_args", []) or [])
     prof = fgkrun.load_profile(profile)
     if "vmcoreinfo" not in " ".join(prof.qemu_args + extra):
         extra += ["-device", "vmcoreinfo"]
     g = fgkrun.Guest(profile, script, append=append, extra_qemu_args=extra, **kw)
+    if "qemu_fw_cfg.ioport" not in g.cmdline and not kernel_has_acpi(g.kernel):
+        # without ACPI the fw_cfg driver does not find QEMU's device by
+        # itself (and without fw_cfg, QEMU gets no VMCOREINFO)
+        g.cmdline += " " + FW_CFG_IOPORT
     if g.qmp_path is None:
         g.qmp_path = g.log_path.with_suffix(".qmp")
     return g
