@@ -9,6 +9,14 @@
  * <offset, size, data> records, `makedumpfile -F`), which libkdumpfile 0.5.1
  * does not read; those are rewritten to a temporary regular file first
  * (what `makedumpfile -R` does).
+ *
+ * libkdumpfile 0.5.1 (Debian 12) has a use-after-free in kdump_free() for
+ * every diskdump file (attribute cleanup hooks run after the attributes
+ * were freed: ptesarik/libkdumpfile issue #72, fixed upstream in 2023);
+ * valgrind reports it, it is harmless in practice and fgk frees the
+ * context once per dump.  The alternative the diskdump format allows --
+ * reading the sub-header's offset_vmcoreinfo/size_vmcoreinfo by hand --
+ * was not needed.
  */
 #include <ctype.h>
 #include <endian.h>
