@@ -109,7 +109,7 @@ def attach_cmds(port, *attach_args):
 def nm_link(name):
     out = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
                          check=True).stdout
-    m = re.search(rf"^([0-9a-f]+) [tTwW] {re.escape(name)}$", out, re.M)
+    m = re.search(rf"^([0-9a-f]+) [a-zA-Z] {re.escape(name)}$", out, re.M)
     return int(m.group(1), 16)
 
 
@@ -364,8 +364,16 @@ def test_kernel_scripts_work(running_guest):
                                            KERNEL_DIR / "build" / "vmlinux-gdb.py")):
         pytest.skip("no vmlinux-gdb.py next to build/kernel/vmlinux (CONFIG_GDB_SCRIPTS)")
     r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", VMLINUX),
-            "lx-dmesg", "lx-ps", "lx-lsmod", "detach")
+            "lx-dmesg", "lx-ps", "lx-lsmod", "p $lx_current().comm", "p &current_task",
+            "detach")
     assert "kernel gdb scripts: loaded" in r.stdout
+    assert "Python Exception" not in r.stderr, r.stderr
+    # per-CPU symbols are not moved by the base offset
+    cur = int(re.search(r"\(struct task_struct \*\*\) (0x[0-9a-f]+) <current_task>",
+                        r.stdout).group(1), 16)
+    assert cur == nm_link("current_task") < 0x100000
+    assert re.search(r'^\$1 = "', r.stdout, re.M)                  # $lx_current()
+    assert re.search(r"^Address\s+Module\s+Size\s+Used by", r.stdout, re.M)   # lx-lsmod
     assert "Linux version" in r.stdout                          # lx-dmesg
     assert re.search(r"\b1\s+init\b|\bsh\b|\bswapper", r.stdout)  # lx-ps
 

@@ -182,10 +182,20 @@ def verify_seed(relinked: core.Elf, layout_sections, offset, seed):
 # loading
 
 def load_symbols(path, offset):
+    """`symbol-file -o OFFSET PATH`; but the per-CPU section (linked at 0 on
+    x86_64 SMP) is not moved by KASLR (docs/layout-spec.md section 9), so
+    with a non-zero offset load it with `add-symbol-file -o OFFSET -s
+    .data..percpu 0` instead: per_cpu()/$lx_current() stay right."""
     confirm = gdb.parameter("confirm")
     gdb.execute("set confirm off")
     try:
-        gdb.execute(f"symbol-file -o {offset:#x} {core.quote(path)}", to_string=True)
+        percpu = elf(path).section(".data..percpu")
+        if offset and percpu is not None and percpu.addr == 0:
+            gdb.execute("symbol-file", to_string=True)      # drop the old symbols
+            gdb.execute(f"add-symbol-file {core.quote(path)} -o {offset:#x} "
+                        "-s .data..percpu 0", to_string=True)
+        else:
+            gdb.execute(f"symbol-file -o {offset:#x} {core.quote(path)}", to_string=True)
     finally:
         if confirm:
             gdb.execute("set confirm on")
@@ -368,9 +378,14 @@ def relink(vmlinux, seed):
 
 
 def current_vmlinux():
+    """The vmlinux of the last attach if its symbols are still loaded, else
+    the file gdb has loaded."""
     pf = gdb.current_progspace().filename
-    if pf and STATE.loaded and os.path.realpath(pf) == os.path.realpath(STATE.loaded):
-        return STATE.vmlinux
+    if STATE.loaded and STATE.vmlinux:
+        loaded = os.path.realpath(STATE.loaded)
+        names = [o.filename for o in gdb.objfiles() if o.filename]
+        if any(os.path.realpath(n) == loaded for n in names + [pf or ""]):
+            return STATE.vmlinux
     return pf
 
 
