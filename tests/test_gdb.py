@@ -351,6 +351,31 @@ def test_attach_twice_with_the_loaded_file(running_guest):
     assert re.search(r"^version_proc_show in section", r.stdout, re.M)
 
 
+def test_attach_seed_file_and_offset(running_guest, tmp_path):
+    """--seed-file (seed, build-id, offset from a seed record) and a wrong
+    --offset or a record for another build are refused with what to do."""
+    if not running_guest["fg"]:
+        pytest.skip("non-FG kernel")
+    port, seed = running_guest["port"], running_guest["seed"]
+    bid = subprocess.run(["readelf", "-n", str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    bid = re.search(r"Build ID: ([0-9a-f]+)", bid).group(1)
+    r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX), "detach")
+    offset = int(re.search(r"kernel offset (0x[0-9a-f]+)", r.stdout).group(1), 16)
+    good = tmp_path / "good.seed"
+    good.write_text(f"# test\nseed: {seed}\nbuild-id: {bid}\noffset: {offset:#x}\n")
+    other = tmp_path / "other.seed"
+    other.write_text(f"seed: {seed}\nbuild-id: {'0' * 40}\n")
+    r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX, "--seed-file", good, "--no-modules"),
+            "fgk info", "fgk attach --seed-file " + str(other),
+            f"fgk attach --offset {offset + 0x200000:#x} --seed {seed}", "detach")
+    assert re.search(rf"^seed:\s+{seed} \(from seed record {good}\)$", r.stdout, re.M)
+    assert re.search(rf"^offset:\s+{offset:#x} \(from seed record {good} \(build-id "
+                     rf"{bid} matches", r.stdout, re.M)
+    assert f"fgk attach: seed record {other} is for build-id {'0' * 40}" in r.stderr
+    assert "wrong --offset" in r.stderr
+
+
 def test_attach_to_running_guest_says_stop_it(running_guest):
     r = gdb(f"target remote 127.0.0.1:{running_guest['port']}", f"source {LOADER}",
             "continue &", f"fgk attach --vmlinux {VMLINUX}", "interrupt", "shell sleep 1",
@@ -435,8 +460,8 @@ def test_module_symbols(tmp_path):
     try:
         assert g.wait_for_console("READY", timeout=180), "guest did not come up"
         r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX), "break do_init_module",
-                "continue", f"source {tmp_path / 'sects.py'}", "fgk info", "delete",
-                "detach")
+                "continue", f"source {tmp_path / 'sects.py'}", "fgk info", "fgk modules",
+                "delete", "detach")
     finally:
         g.kill()
     out = r.stdout
@@ -456,6 +481,7 @@ def test_module_symbols(tmp_path):
     assert seen >= 1
     if fg:
         assert seen == len(code) and len(code) > 1, (seen, code)
+    assert re.search(r"^fgk: modules: 1 loaded$", out, re.M)         # fgk modules
     print(f"module {modname}: {seen} code sections named right")
 
 
