@@ -255,12 +255,18 @@ def module_roots(vmlinux):
     return roots
 
 
-def ko_index(vmlinux):
-    key = os.path.abspath(vmlinux)
-    if key not in _ko_cache:
-        # vmlinux's own directory may be the whole build tree: walk it last
-        _ko_cache[key] = core.find_module_files(module_roots(vmlinux))
-    return _ko_cache[key]
+def find_ko(vmlinux, name):
+    """NAME.ko for module `name`: the roots are indexed one at a time, in
+    order, so the big kernel tree is walked only if the modules directory
+    does not have it."""
+    key = name.replace("-", "_")
+    for root in module_roots(vmlinux):
+        idx = _ko_cache.get(root)
+        if idx is None:
+            idx = _ko_cache[root] = core.find_module_files([root])
+        if key in idx:
+            return idx[key]
+    return None
 
 
 def module_sections(mod):
@@ -278,8 +284,7 @@ def module_sections(mod):
 def load_module(mod, vmlinux, quiet=False):
     name = mod["name"].string()
     secs = module_sections(mod)
-    idx = ko_index(vmlinux)
-    ko = idx.get(name.replace("-", "_"))
+    ko = find_ko(vmlinux, name)
     if ko is None:
         STATE.modules[name] = (None, len(secs))
         if not quiet:
