@@ -376,6 +376,20 @@ def test_attach_seed_file_and_offset(running_guest, tmp_path):
     assert "wrong --offset" in r.stderr
 
 
+def test_address_functions(running_guest):
+    """$fgk_runtime(link) and $fgk_link(runtime) agree with /proc/kallsyms."""
+    syms = running_guest["kallsyms"]
+    cmds = attach_cmds(running_guest["port"], "--vmlinux", VMLINUX, "--no-modules")
+    for name in TARGETS:
+        cmds += [f"p/x $fgk_runtime({nm_link(name):#x})", f"p/x $fgk_link({syms[name]:#x})"]
+    r = gdb(*cmds, "detach")
+    vals = [int(x, 16) for x in re.findall(r"^\$\d+ = (0x[0-9a-f]+)$", r.stdout, re.M)]
+    want = []
+    for name in TARGETS:
+        want += [syms[name], nm_link(name)]
+    assert vals == want, [hex(v) for v in vals]
+
+
 def test_attach_to_running_guest_says_stop_it(running_guest):
     r = gdb(f"target remote 127.0.0.1:{running_guest['port']}", f"source {LOADER}",
             "continue &", f"fgk attach --vmlinux {VMLINUX}", "interrupt", "shell sleep 1",

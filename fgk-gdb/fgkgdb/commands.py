@@ -35,7 +35,16 @@ class State:
         self.nsections = 0
         self.verified = None         # text, how the seed was checked
         self.modules = {}            # name -> (ko path or None, nsections)
+        self.layout = []             # `fgk layout --json` sections
         self.timings = {}
+        self._map = None
+
+    def address_map(self) -> core.AddressMap:
+        if self.offset is None:
+            raise FgkError("not attached: run 'fgk attach' first")
+        if self._map is None:
+            self._map = core.AddressMap(self.layout, self.offset)
+        return self._map
 
 
 STATE = State()
@@ -511,6 +520,7 @@ def attach(argv):
             relinked, layout = relink(vmlinux, seed)
             st.timings["relink"] = time.monotonic() - t
             st.nsections = len(layout["sections"])
+            st.layout = layout["sections"]
             st.relinked = relinked
             if not early:
                 res = verify_seed(elf(relinked), layout["sections"], offset, seed)
@@ -688,6 +698,40 @@ breakpoint that loads modules inserted later."""
 _registered = False
 
 
+def _ulong(x):
+    return gdb.Value(x).cast(gdb.lookup_type("unsigned long"))
+
+
+class FgkRuntime(gdb.Function):
+    """$fgk_runtime(LINK): the runtime address in the attached guest of the
+link-time address LINK of vmlinux (shuffled by the seed, plus the base
+offset).  E.g. p/x $fgk_runtime(0xffffffff8155a250)"""
+
+    def __init__(self):
+        super().__init__("fgk_runtime")
+
+    def invoke(self, link):
+        try:
+            return _ulong(STATE.address_map().runtime(int(link) & 0xFFFFFFFFFFFFFFFF))
+        except FgkError as e:
+            raise gdb.GdbError(f"$fgk_runtime: {e}") from None
+
+
+class FgkLink(gdb.Function):
+    """$fgk_link(ADDR): the link-time address in vmlinux (System.map,
+addr2line -e vmlinux) of the runtime address ADDR of the attached guest.
+E.g. p/x $fgk_link($pc)"""
+
+    def __init__(self):
+        super().__init__("fgk_link")
+
+    def invoke(self, addr):
+        try:
+            return _ulong(STATE.address_map().link(int(addr) & 0xFFFFFFFFFFFFFFFF))
+        except FgkError as e:
+            raise gdb.GdbError(f"$fgk_link: {e}") from None
+
+
 def register():
     """Register the commands and event handlers (once per gdb)."""
     global _registered
@@ -699,5 +743,7 @@ def register():
     FgkInfo()
     FgkAddr()
     FgkModules()
+    FgkRuntime()
+    FgkLink()
     gdb.events.new_objfile.connect(_clear_caches)
     gdb.events.exited.connect(_on_exited)

@@ -522,6 +522,58 @@ def match_bytes(pairs) -> MatchResult:
 
 
 # --------------------------------------------------------------------------
+# address translation through a layout (`fgk layout --json` sections)
+
+class AddressMap:
+    """Link address <-> runtime address for one layout and base offset.
+
+    `sections` are the randomized sections of ``fgk layout --json``
+    (link/new/size as "0x..." strings).  An address inside a randomized
+    section moves with it (docs/layout-spec.md section 7); any other
+    address keeps its link address.  Both then get the base offset.
+    """
+
+    def __init__(self, sections, offset: int = 0):
+        import bisect
+        self._bisect = bisect.bisect_right
+        self.offset = offset
+        secs = [(int(s["link"], 16), int(s["new"], 16), int(s["size"], 16))
+                for s in sections if int(s["size"], 16) > 0]
+        self._by_link = sorted(secs)
+        self._by_new = sorted(secs, key=lambda t: t[1])
+        self._link_keys = [t[0] for t in self._by_link]
+        self._new_keys = [t[1] for t in self._by_new]
+        if secs:
+            self.start = min(min(t[0] for t in secs), min(t[1] for t in secs))
+            self.end = max(max(t[0] + t[2] for t in secs), max(t[1] + t[2] for t in secs))
+        else:
+            self.start = self.end = 0
+
+    def runtime(self, link: int) -> int:
+        """Runtime address of link address `link`."""
+        i = self._bisect(self._link_keys, link) - 1
+        if i >= 0:
+            a, n, size = self._by_link[i]
+            if a <= link < a + size:
+                return link - a + n + self.offset
+        return link + self.offset
+
+    def link(self, runtime: int) -> int:
+        """Link address of runtime address `runtime`; FgkError inside the
+        shuffled region but in no section (the int3 padding)."""
+        x = runtime - self.offset
+        i = self._bisect(self._new_keys, x) - 1
+        if i >= 0:
+            a, n, size = self._by_new[i]
+            if n <= x < n + size:
+                return x - n + a
+        if self.start <= x < self.end:
+            raise FgkError(f"{runtime:#x} is in the shuffled region but in no function "
+                           "(padding between shuffled sections)")
+        return x
+
+
+# --------------------------------------------------------------------------
 # modules
 
 def module_name_variants(name: str) -> list:

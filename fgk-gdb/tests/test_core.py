@@ -452,3 +452,28 @@ def test_add_symbol_file_command():
     # no .text (every function in its own section): all with -s
     cmd = core.add_symbol_file_command("/m/x y.ko", {".text.a": 0x10})
     assert cmd == 'add-symbol-file "/m/x y.ko" -s .text.a 0x10'
+
+
+# --------------------------------------------------------------------------
+# address translation
+
+def test_address_map():
+    # three sections: A 0x1000+0x40 -> 0x1100, B 0x1040+0x20 -> 0x1000,
+    # C 0x1060+0x10 -> 0x1060 (did not move); region [0x1000, 0x1140)
+    secs = [_sec(0, 0x1000, 0x1100, 0x40), _sec(1, 0x1040, 0x1000, 0x20),
+            _sec(2, 0x1060, 0x1060, 0x10)]
+    m = core.AddressMap(secs, offset=0x200000)
+    assert m.runtime(0x1000) == 0x201100
+    assert m.runtime(0x103f) == 0x20113f
+    assert m.runtime(0x1045) == 0x201005
+    assert m.runtime(0x1065) == 0x201065
+    assert m.runtime(0x5000) == 0x205000          # outside: only the offset
+    assert m.link(0x201100) == 0x1000
+    assert m.link(0x20113f) == 0x103f
+    assert m.link(0x201005) == 0x1045
+    assert m.link(0x205000) == 0x5000
+    with pytest.raises(FgkError, match="padding"):
+        m.link(0x201020)                            # new [0x1020, 0x1060) is a hole
+    for a in range(0x1000, 0x1070):
+        assert m.link(m.runtime(a)) == a
+    assert core.AddressMap([], 0x400000).runtime(0x10) == 0x400010
