@@ -547,7 +547,7 @@ def attach(argv):
     elif not a.no_modules:
         armed = arm_module_breakpoint()
         say("modules: none yet" + (", loaded on do_init_module" if armed else ""))
-    STATE.timings["attach"] = time.monotonic() - t0
+    STATE.timings["total"] = time.monotonic() - t0
 
 
 # --------------------------------------------------------------------------
@@ -629,6 +629,8 @@ each came from, the number of shuffled sections and of modules loaded."""
             ("shuffled sections", str(s.nsections)),
             ("modules", f"{sum(1 for k, _ in s.modules.values() if k)} loaded, "
                         f"{sum(1 for k, _ in s.modules.values() if not k)} without .ko"),
+            ("attach took", ", ".join(f"{k} {v:.2f} s" for k, v in
+                                      sorted(s.timings.items())) or "-"),
         ]
         for k, v in lines:
             gdb.write(f"{k + ':':19} {v}\n")
