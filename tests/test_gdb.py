@@ -26,7 +26,6 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
@@ -560,7 +559,7 @@ def test_attach_before_boot_hbreak():
     assert "fgk attach:" not in r.stderr, r.stderr
     assert "NOT verified" in out
     if fg:
-        assert re.search(rf"loaded \S+ at offset 0x0 \(\d+ shuffled sections\)", out)
+        assert re.search(r"loaded \S+ at offset 0x0 \(\d+ shuffled sections\)", out)
     assert re.search(rf"Breakpoint \d+, (?:0x[0-9a-f]+ in )?{EARLY_FUNC} \(", out), out
     pc = int(re.search(r"^\$1 = (0x[0-9a-f]+)$", out, re.M).group(1), 16)
     syms = kallsyms(res.output)

@@ -4,7 +4,6 @@ ELF fixtures are compiled with gcc at test time; expected values come from
 readelf/nm, not from the code under test.  IDT gate vectors are written
 out by hand from the Intel SDM gate layout (Vol. 3A, figure 6-8).
 """
-import os
 import re
 import shutil
 import struct
