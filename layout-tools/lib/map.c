@@ -116,9 +116,11 @@ struct fgk_error *fgk_map_build(struct fgk_vmlinux *vm,
 
 			if (!sysmap_keep(s))
 				continue;
+			/* absolute, or inside a per-CPU section linked at 0 */
 			absolute = s->shndx == VM_SHN_ABS ||
 				   (s->shndx < vm->shnum &&
-				    vm->secs[s->shndx].shdr.sh_addr == 0);
+				    vm->secs[s->shndx].shdr.sh_addr == 0 &&
+				    s->value <= vm->secs[s->shndx].shdr.sh_size);
 			it->addr = absolute ? s->value :
 				   fgk_layout_map(l, s->value) + offset;
 			it->index = (uint32_t)i;

@@ -84,10 +84,15 @@ static bool absolute_symbol(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 {
 	if (s->shndx == VM_SHN_ABS)
 		return true;
-	/* x86_64 SMP per-CPU data is linked at 0 and never relocated. */
+	/*
+	 * x86_64 SMP per-CPU data is linked at 0 and never relocated.  Only
+	 * values inside that section count: the linker also attaches
+	 * ordinary symbols such as __init_begin to it.
+	 */
 	return s->shndx < vm->shnum &&
 	       (vm->secs[s->shndx].shdr.sh_flags & SHF_ALLOC) &&
-	       vm->secs[s->shndx].shdr.sh_addr == 0;
+	       vm->secs[s->shndx].shdr.sh_addr == 0 &&
+	       s->value <= vm->secs[s->shndx].shdr.sh_size;
 }
 
 static void fill(struct fgk_vmlinux *vm, const struct vm_symbol *s,
