@@ -74,6 +74,30 @@ def compare(seed, offset, got):
     assert want == got, f"fgk map differs from /proc/kallsyms: {matched}/{len(got)} matched"
 
 
+def check_addr(seed, offset, got):
+    """fgk addr on the guest's own addresses finds the same function."""
+    import random
+    from collections import Counter
+    names = Counter(l.split()[2] for l in got)
+    text = [l for l in got if l.split()[1] in "tT" and names[l.split()[2]] == 1]
+    sample = random.Random(seed).sample(text, min(300, len(text)))
+    r = subprocess.run([str(FGK), "addr", str(VMLINUX), "--seed", seed, "--offset", hex(offset)],
+                       input="".join(l.split()[0] + "\n" for l in sample),
+                       capture_output=True, text=True)
+    out = r.stdout.splitlines()
+    at = {}
+    for l in got:
+        at.setdefault(l.split()[0], set()).add(l.split()[2])
+    # aliases (several names at one address) may resolve to any of them
+    bad = [(w, g) for w, g in zip(sample, out)
+           if g.split("\t")[3].split("+0x0/")[0] not in at[w.split()[0]]
+           or "+0x0/" not in g.split("\t")[3]]
+    print(f"fgk addr: {len(sample) - len(bad)}/{len(sample)} sampled runtime addresses "
+          f"resolved to the kernel's symbol")
+    assert r.returncode == 0, r.stderr
+    assert len(out) == len(sample) and not bad, bad[:5]
+
+
 CASES = {
     "replay-000102": ("replay", bytes(range(32)).hex()),
     "kaslr-zero": ("boot", "00" * 32),
@@ -106,6 +130,7 @@ def test_fgk_map_equals_proc_kallsyms(case, tmp_path):
     if profile == "replay":
         assert offset == 0, "nokaslr boot with a non-zero base offset"
     compare(booted, offset, got)
+    check_addr(booted, offset, got)
     # the same through a seed record written by fgk
     rec = tmp_path / "boot.seed"
     subprocess.run([str(FGK), "seed", "record", "--seed", booted, "--vmlinux",
