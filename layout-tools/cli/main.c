@@ -29,8 +29,8 @@ static int usage(FILE *f)
 	      "commands:\n", f);
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
-	fputs("  help     show this text, or 'fgk help COMMAND'\n"
-	      "\n"
+	fprintf(f, "  %-10s %s\n", "help", "show this text, or 'fgk help COMMAND'");
+	fputs("\n"
 	      "Every command accepts --help.  Man pages: docs/fgk.1.md, docs/fgk-COMMAND.1.md.\n",
 	      f);
 	return 0;
