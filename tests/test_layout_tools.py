@@ -378,6 +378,10 @@ def test_real_vmlinux(fixtures):
         r = fgk("map", VMLINUX, "--seed", S0102)
         one_line_error(r, "not built with CONFIG_FG_KASLR")
         return
+    rec = fgk("seed", "record", "--seed", S0102, "--vmlinux", VMLINUX, check=True).stdout
+    release = (VMLINUX.parent / "release").read_text().strip()
+    assert f"release: {release}\n" in rec
+    assert f"build-id: {readelf_build_id(VMLINUX)}\n" in rec
     r = subprocess.run([sys.executable, str(TOOLS / "tests" / "ref_compare.py"), str(VMLINUX)],
                        capture_output=True, text=True, env=dict(os.environ, FGK=str(FGK)))
     print(r.stdout, r.stderr)
