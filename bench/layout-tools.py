@@ -93,8 +93,7 @@ def gen_synthetic(outdir, nfuncs, jobs=2):
                        check=True)
 
     # kallsyms tables like scripts/link-vmlinux.sh, if a kernel tree is around
-    ksrc = next((d for d in (REPO / "build" / "linux-source-6.1",
-                             Path("/work/ktree/linux-source-6.1"))
+    ksrc = next((d for d in (REPO / "build" / "linux-source-6.1",)
                  if (d / "scripts" / "kallsyms.c").is_file()), None)
     final = outdir / "synth.elf"
     if ksrc is None:
