@@ -1,0 +1,190 @@
+"""The kernel series, proven on booted kernels (QEMU TCG, never the host).
+
+* the KUnit suite `fgkaslr` passes on at least 20 random-seed boots (the
+  count is printed), base KASLR on;
+* same seed twice (nokaslr) -> identical /proc/kallsyms; different seeds ->
+  a different order of the same symbols; nofgkaslr -> System.map order;
+* /proc/fgkaslr_seed is 0400 and unreadable for users, /proc/cmdline masks
+  the seed, users see kallsyms names in alphabetical order with zero
+  addresses, a malformed fgkaslr_seed= is rejected as a whole;
+* the test module fgk_test shuffles its .text.* sections in the order
+  docs/layout_ref.py (spec section 8) predicts and passes its self-checks;
+* the patches apply in order and scripts/checkpatch.pl finds no errors.
+"""
+import re
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KERNEL_DIR, REPO, boot
+from test_oracle import VMLINUX, require_fgkaslr_vmlinux
+
+sys.path.insert(0, str(REPO / "docs"))
+import layout_ref  # noqa: E402
+
+SEEDS_N = 20
+
+KALLSYMS = r"""
+echo "seed=$(cat /proc/fgkaslr_seed)"
+echo kallsyms-begin
+cat /proc/kallsyms
+echo kallsyms-end
+"""
+
+
+def kallsyms(output):
+    m = re.search(r"^kallsyms-begin\n(.*?)^kallsyms-end$", output, re.S | re.M)
+    assert m, output[-2000:]
+    return [l for l in m.group(1).splitlines() if "\t" not in l]
+
+
+def kunit_totals(log):
+    m = re.search(r"# fgkaslr: pass:(\d+) fail:(\d+) skip:(\d+) total:(\d+)", log)
+    assert m, "no fgkaslr KUnit summary on the console"
+    return tuple(map(int, m.groups()))
+
+
+def test_kunit_suite_on_many_random_seeds():
+    require_fgkaslr_vmlinux()
+    passed = []
+    for k in range(SEEDS_N):
+        seed = secrets.token_hex(32)
+        res = boot('echo "seed=$(cat /proc/fgkaslr_seed)"', seed=seed, timeout=120)
+        assert res.rc == 0, f"seed {seed}: rc {res.rc} {res.message}"
+        assert f"seed={seed}" in res.output
+        p, f, s, t = kunit_totals(res.log)
+        assert f == 0 and s == 0 and p == t >= 10, (seed, p, f, s, t)
+        for bad in ("WARNING:", "BUG:", "Oops", "Call Trace"):
+            assert bad not in res.log, (seed, bad)
+        passed.append(seed)
+    print(f"{len(passed)}/{SEEDS_N} random seeds booted to init and passed the "
+          f"fgkaslr KUnit suite")
+
+
+def test_same_seed_same_layout_other_seed_other_order():
+    require_fgkaslr_vmlinux()
+    a = kallsyms(boot(KALLSYMS, profile="replay", seed="42" * 32, timeout=120).output)
+    b = kallsyms(boot(KALLSYMS, profile="replay", seed="42" * 32, timeout=120).output)
+    c = kallsyms(boot(KALLSYMS, profile="replay", seed="43" * 32, timeout=120).output)
+    assert len(a) > 1000
+    assert a == b
+    assert a != c
+    names = lambda ls: sorted(l.split()[2] for l in ls)
+    assert names(a) == names(c)
+
+
+def test_nofgkaslr_is_link_order():
+    require_fgkaslr_vmlinux()
+    res = boot(KALLSYMS, profile="replay", seed="42" * 32,
+               append="nofgkaslr", timeout=120)
+    assert "seed=disabled" in res.output
+    booted = {(l.split()[2], int(l.split()[0], 16)) for l in kallsyms(res.output)
+              if l.split()[1] in "tT"}
+    smap = set()
+    for l in (KERNEL_DIR / "System.map").read_text().splitlines():
+        a, t, n = l.split()
+        if t in "tT":
+            smap.add((n, int(a, 16)))
+    names = {n for n, _ in booted} & {n for n, _ in smap}
+    assert len(names) > 5000
+    diff = sorted({x for x in booted ^ smap if x[0] in names})
+    assert not diff, diff[:5]
+
+
+PRIV = r"""
+ls -l /proc/fgkaslr_seed
+echo "cmdline=$(cat /proc/cmdline)"
+su_as() { su -s /bin/sh -c "$1" fgk; }
+su_as 'cat /proc/fgkaslr_seed' 2>&1 | sed 's/^/user-seed: /'
+su_as 'cat /proc/cmdline' | sed 's/^/user-cmdline: /'
+su_as 'cat /proc/kallsyms' > /tmp/user
+cat /proc/kallsyms > /tmp/root
+echo "user-lines=$(wc -l < /tmp/user)"
+echo "user-nonzero=$(grep -vc '^0000000000000000 ' /tmp/user)"
+cut -d' ' -f3- /tmp/user > /tmp/un
+sort /tmp/un > /tmp/un.sorted
+cmp -s /tmp/un /tmp/un.sorted && echo user-sorted=yes || echo user-sorted=no
+cut -d' ' -f3- /tmp/root | sort > /tmp/rn
+cmp -s /tmp/un.sorted /tmp/rn && echo same-names=yes || echo same-names=no
+"""
+
+
+def test_privacy_of_seed_and_layout():
+    require_fgkaslr_vmlinux()
+    seed = "5e" * 32
+    res = boot(PRIV, seed=seed, timeout=120)
+    out = res.output
+    assert re.search(r"^-r-------- .* root .*/proc/fgkaslr_seed", out, re.M), out
+    assert re.search(r"user-seed: .*[Pp]ermission denied", out), out
+    assert seed not in out.split("user-seed")[0].split("cmdline=")[1], \
+        "/proc/cmdline shows the seed"
+    assert "fgkaslr_seed=" + "*" * 64 in out
+    assert int(re.search(r"user-lines=(\d+)", out).group(1)) > 1000
+    assert "user-nonzero=0" in out
+    assert "user-sorted=yes" in out, "users see the layout order"
+    assert "same-names=yes" in out
+
+
+def test_malformed_seed_rejected():
+    require_fgkaslr_vmlinux()
+    for bad in ("123", "zz" * 32, "42" * 32 + "0"):
+        res = boot('echo "seed=$(cat /proc/fgkaslr_seed)"', append=f"fgkaslr_seed={bad}",
+                   timeout=120)
+        assert res.rc == 0
+        assert re.search(r"malformed fgkaslr_seed=", res.log), res.log[-1500:]
+        got = re.search(r"seed=([0-9a-f]{64})", res.output)
+        assert got, "no random seed used after a malformed one"
+        assert not got.group(1).startswith(bad[:8].lower()) or bad == "123"
+
+
+MODULE = r"""
+insmod /fgk_test.ko
+for f in /sys/module/fgk_test/sections/.text*; do
+    echo "sec $(basename $f) $(cat $f)"
+done
+echo "seed=$(cat /proc/fgkaslr_seed)"
+"""
+
+
+def test_module_shuffled_as_specified():
+    require_fgkaslr_vmlinux()
+    ko = next((KERNEL_DIR / "modules").rglob("fgk_test.ko"), None)
+    if ko is None:
+        pytest.skip("fgk_test.ko not built (CONFIG_FG_KASLR_TEST_MODULE=m missing)")
+    seed = "77" * 32
+    res = boot(MODULE, seed=seed, files={"/fgk_test.ko": str(ko)}, timeout=120)
+    assert "fgk_test: ok" in res.log, res.log[-2000:]
+    got = {m.group(1): int(m.group(2), 16)
+           for m in re.finditer(r"^sec (\.text\.\S+) 0x([0-9a-f]+)$", res.output, re.M)}
+    # the module's randomized sections in section index order (spec section 3)
+    hdr = subprocess.run(["readelf", "-SW", str(ko)], capture_output=True,
+                         text=True, check=True).stdout
+    secs = [m.group(1) for m in re.finditer(
+        r"^\s*\[\s*\d+\]\s+(\.text\.\S+)\s+PROGBITS\s+\S+\s+\S+\s+(\S+)\s+\S+\s+AX",
+        hdr, re.M) if int(m.group(2), 16) > 0]
+    assert len(secs) >= 4 and set(secs) <= set(got), (secs, got)
+    observed = sorted(range(len(secs)), key=lambda i: got[secs[i]])
+    want = layout_ref.permutation(bytes.fromhex(seed), len(secs),
+                                  layout_ref.module_nonce("fgk_test"))
+    assert observed == want, (observed, want)
+
+
+def test_series_applies_and_checkpatch_has_no_errors(tmp_path):
+    series = (REPO / "kernel-series" / "series").read_text().split()
+    if not series:
+        pytest.skip("kernel-series/series is empty")
+    tree = (KERNEL_DIR / "build").resolve()
+    if not (tree / "scripts" / "checkpatch.pl").is_file():
+        pytest.skip("no kernel tree in build/ (run make kernel)")
+    errors = {}
+    for name in series:
+        r = subprocess.run(["perl", str(tree / "scripts" / "checkpatch.pl"), "--no-tree",
+                            "--quiet", "--strict", str(REPO / "kernel-series" / name)],
+                           capture_output=True, text=True)
+        n = len(re.findall(r"^ERROR:", r.stdout, re.M))
+        if n:
+            errors[name] = r.stdout[:1500]
+    print(f"checkpatch --strict: {len(series)} patches, errors in {len(errors)}")
+    assert not errors, errors
