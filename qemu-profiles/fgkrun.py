@@ -65,7 +65,8 @@ RC_GUEST_FAILED = 125
 BASE_CMDLINE = "console=ttyS0 panic=-1"
 
 QEMU = os.environ.get("FGK_QEMU", "qemu-system-x86_64")
-QEMU_BASE = ["-accel", "tcg", "-m", "512M", "-smp", "2", "-nographic", "-no-reboot"]
+QEMU_BASE = ["-accel", "tcg", "-m", "512M", "-smp", "2", "-nographic", "-no-reboot",
+             "-nic", "none"]          # no network in the guest
 
 # Kernel log lines that mean the guest kernel panicked or oopsed.
 PANIC_RE = re.compile(

@@ -145,10 +145,10 @@ def test_log_file_written(info):
 
 def test_timeout_kills_guest(kernel):
     t0 = time.monotonic()
-    res = boot("echo sleeping; sleep 300", timeout=20)
+    res = boot("echo sleeping; sleep 300", timeout=10)
     assert res.rc == 124 and res.timed_out
-    assert time.monotonic() - t0 < 60
-    assert "timed out after 20 s" in res.message
+    assert time.monotonic() - t0 < 40
+    assert "timed out after 10 s" in res.message
     assert res.qemu_pid and not os.path.exists(f"/proc/{res.qemu_pid}"), "QEMU still running"
 
 
