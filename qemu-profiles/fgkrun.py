@@ -68,14 +68,12 @@ QEMU = os.environ.get("FGK_QEMU", "qemu-system-x86_64")
 QEMU_BASE = ["-accel", "tcg", "-m", "512M", "-smp", "2", "-nographic", "-no-reboot",
              "-nic", "none"]          # no network in the guest
 
-# Kernel log lines that mean the guest kernel panicked or oopsed.
-PANIC_RE = re.compile(
-    r"(Kernel panic - not syncing.*|Oops: .*|BUG: .*|kernel BUG at .*"
-    r"|general protection fault.*|WARNING: .* at .*)")
-# WARNING is reported (see Result.warnings) but does not fail the run.
+# Kernel log lines that mean the guest kernel panicked or oopsed (rc 125),
+# and warnings, which are reported (Result.warnings) but do not fail a run.
 FATAL_RE = re.compile(
     r"(Kernel panic - not syncing.*|Oops: .*|BUG: .*|kernel BUG at .*"
     r"|general protection fault.*)")
+WARN_RE = re.compile(r"WARNING: .* at .*")
 
 SEED_RE = re.compile(r"^[0-9a-fA-F]{64}$")     # docs/layout-spec.md section 2
 
@@ -705,12 +703,9 @@ class Guest:
         upto = log[:end_in_log.start()] if end_in_log else log
         fatal, warnings = None, []
         for line in upto.splitlines():
-            m = PANIC_RE.search(line)
-            if not m:
-                continue
             if FATAL_RE.search(line):
                 fatal = fatal or line.strip()
-            else:
+            elif WARN_RE.search(line):
                 warnings.append(line.strip())
         res = Result(rc=0, output=output, log=log, log_path=self.log_path,
                      cmdline=self.cmdline, profile=self.profile.name,
