@@ -2,9 +2,9 @@
 
 * The shuffled code of vmlinux.fgk equals the guest's memory byte for byte,
   except at the sites the kernel patches at run time, which the test names
-  from the file's own tables: alternatives (.altinstructions), jump labels
-  (__jump_table), static calls (.static_call_sites), lock prefixes
-  (.smp_locks), and the return/retpoline/endbr site lists when configured.
+  from the file's own tables: alternatives, paravirt sites, jump labels,
+  inline static calls, lock prefixes, and the return/retpoline/endbr site
+  lists when configured.
 * Stock gdb with `symbol-file -o 0 vmlinux.fgk` on a guest booted with
   `nokaslr fgkaslr_seed=S`: `info line`, `list`, a breakpoint by function
   and by file:line on a shuffled function, and `bt` are all right.
@@ -40,29 +40,48 @@ def elf_sections(path):
     return data, secs
 
 
-def patch_sites(data, secs):
-    """(address, length) of every code site the kernel rewrites at run time."""
+TABLES = [  # (start symbol, end symbol, entry size, patched bytes at the site)
+    ("__start___jump_table", "__stop___jump_table", 16, 5),
+    ("__start_static_call_sites", "__stop_static_call_sites", 8, 5),
+    ("__smp_locks", "__smp_locks_end", 4, 1),
+    ("__alt_instructions", "__alt_instructions_end", 12, None),  # 6.1: instrlen at 10
+    ("__parainstructions", "__parainstructions_end", 16, None),
+    ("__retpoline_sites", "__retpoline_sites_end", 4, 6),
+    ("__return_sites", "__return_sites_end", 4, 6),
+    ("__ibt_endbr_seal", "__ibt_endbr_seal_end", 4, 4),
+]
+
+
+def patch_sites(path, data, secs):
+    """(address, length) of every code site the kernel rewrites at run time.
+
+    The tables live inside .data/.rodata, between linker-defined symbols.
+    """
+    nm = subprocess.run(["nm", str(path)], capture_output=True, text=True,
+                        check=True).stdout
+    sym = {f[2]: int(f[0], 16) for f in (l.split() for l in nm.splitlines())
+           if len(f) == 3}
+
+    def file_off(addr):
+        for sec in secs.values():
+            if sec["type"] == 1 and sec["addr"] <= addr < sec["addr"] + sec["size"]:
+                return sec["off"] + addr - sec["addr"]
+        return None
+
     sites = []
-
-    def table(name, entsize, fn):
-        s = secs.get(name)
-        if not s or s["type"] == 8:
-            return
-        for k in range(s["size"] // entsize):
-            off = s["off"] + k * entsize
-            fn(s["addr"] + k * entsize, data[off: off + entsize])
-
-    def rel(addr, raw, at=0):
-        return addr + at + struct.unpack_from("<i", raw, at)[0]
-
-    table("__jump_table", 16, lambda a, r: sites.append((rel(a, r), 5)))
-    table(".static_call_sites", 8, lambda a, r: sites.append((rel(a, r), 5)))
-    table(".smp_locks", 4, lambda a, r: sites.append((rel(a, r), 1)))
-    table(".altinstructions", 14,
-          lambda a, r: sites.append((rel(a, r), r[12])))
-    for name in (".retpoline_sites", ".return_sites", ".ibt_endbr_seal",
-                 ".call_sites"):
-        table(name, 4, lambda a, r: sites.append((rel(a, r), 6)))
+    for begin, end, entsize, length in TABLES:
+        if begin not in sym or end not in sym or sym[end] <= sym[begin]:
+            continue
+        base = file_off(sym[begin])
+        for k in range((sym[end] - sym[begin]) // entsize):
+            addr = sym[begin] + k * entsize
+            raw = data[base + k * entsize: base + (k + 1) * entsize]
+            if begin == "__parainstructions":
+                site, n = struct.unpack_from("<Q", raw)[0], raw[9]
+            else:
+                site = addr + struct.unpack_from("<i", raw)[0]
+                n = raw[10] if length is None else length
+            sites.append((site, n))
     return sites
 
 
@@ -93,9 +112,9 @@ def region(relinked):
 
 
 GUEST = r"""
-echo READY
+echo FGK-RELINK-READY > /dev/console
 i=0
-while [ $i -lt 600 ]; do cat /proc/version > /dev/null; sleep 0.2; i=$((i+1)); done
+while [ $i -lt 600 ]; do read -r l < /proc/version; sleep 0.2; i=$((i+1)); done
 """
 
 
@@ -103,8 +122,7 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     start, limit = region(relinked)
     dump = tmp_path / "text.bin"
     with guest(GUEST, profile="debug", seed=SEED, gdb=PORT, timeout=300) as g:
-        g.start()
-        assert g.wait_for_console("READY", timeout=120), "guest did not come up"
+        assert g.wait_for_console("FGK-RELINK-READY", timeout=120), "guest did not come up"
         r = gdb(f"target remote 127.0.0.1:{PORT}",
                 f"dump binary memory {dump} {start:#x} {limit:#x}",
                 f"symbol-file -o 0 {relinked}",
@@ -133,7 +151,7 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     got = dump.read_bytes()
     assert len(got) == len(want)
     allowed = bytearray(len(want))
-    for a, n in patch_sites(data, secs):
+    for a, n in patch_sites(relinked, data, secs):
         for k in range(max(n, 1)):
             if start <= a + k < limit:
                 allowed[a + k - start] = 1
@@ -147,9 +165,18 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
 
     # 2. gdb: symbols, lines, breakpoints, backtrace
     out = r.stdout
-    assert re.search(r'Line \d+ of "fs/proc/version\.c" starts at address', out)
-    assert "version_proc_show(struct seq_file *m, void *v)" in out or \
-        re.search(r"\d+\s+static int version_proc_show", out)
+    # info line / list: the same file:line addr2line gives on the original
+    # vmlinux at the function's link address (here an inlined get_current())
+    link = int(re.search(r"^([0-9a-f]+) t version_proc_show$", subprocess.run(
+        ["nm", str(VMLINUX)], capture_output=True, text=True).stdout, re.M).group(1), 16)
+    a2l = subprocess.run(["addr2line", "-e", str(VMLINUX), hex(link)],
+                         capture_output=True, text=True).stdout.strip()
+    a2l_file, a2l_line = a2l.rsplit(":", 1)
+    m = re.search(r'Line (\d+) of "(\S+)" starts at address (0x[0-9a-f]+) <version_proc_show>', out)
+    assert m, "info line version_proc_show"
+    assert a2l_file.endswith(m.group(2).lstrip("./")) and m.group(1) == a2l_line.split()[0]
+    assert re.search(r"^%s\s" % m.group(1), out, re.M), "list shows that line"
+    assert re.search(r"Breakpoint 2 at 0x[0-9a-f]+: file fs/proc/version\.c, line 1[2-6]\.", out)
     m = re.search(r"Breakpoint \d+, (?:0x[0-9a-f]+ in )?version_proc_show \(", out)
     assert m, "did not stop in version_proc_show"
     pc = int(re.search(r"^\$1 = (0x[0-9a-f]+)", out, re.M).group(1), 16)
