@@ -119,6 +119,7 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 	Dwfl_Line *line;
 	const char *comp_dir = NULL, *file = NULL;
 	int lineno = 0, col = 0, nscopes, call_line = 0;
+	bool outer_found = false;
 	char *call_file = NULL;
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
@@ -138,6 +139,21 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 				     NULL, NULL);
 	dwarf_getsrcfiles(cu, &files, &nfiles);
 	nscopes = dwarf_getscopes(cu, addr - bias, &scopes);
+	if (nscopes > 0) {
+		/*
+		 * dwarf_getscopes() can skip a parent whose own ranges do not
+		 * list pc (gcc's nested inline bodies); the DIE tree itself has
+		 * the whole chain: walk the parents of the innermost scope.
+		 */
+		Dwarf_Die inner = scopes[0], *chain;
+		int nchain = dwarf_getscopes_die(&inner, &chain);
+
+		if (nchain > 0) {
+			free(scopes);
+			scopes = chain;
+			nscopes = nchain;
+		}
+	}
 	for (int i = 0; i < nscopes; i++) {
 		Dwarf_Die *s = &scopes[i];
 		int tag = dwarf_tag(s);
@@ -160,8 +176,10 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 			goto nomem;
 		if (n > 1)
 			v[n - 2].inlined = true;
-		if (tag == DW_TAG_subprogram)
+		if (tag == DW_TAG_subprogram) {
+			outer_found = true;
 			break;
+		}
 		/* where this inlined body was called from, in the next scope */
 		call_line = 0;
 		if (dwarf_formudata(dwarf_attr(s, DW_AT_call_line, &attr), &w) == 0)
@@ -172,6 +190,21 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 
 			call_file = cf ? relpath(cf, comp_dir) : NULL;
 		}
+	}
+	if (n && !outer_found) {
+		/*
+		 * The scope chain ended at an inlined body without reaching its
+		 * subprogram (gcc sometimes nests the inlined DIE straight in the
+		 * CU): the caller is the function the ELF symbol table names.
+		 */
+		const char *fn = dwfl_module_addrname(d->mod, addr);
+
+		if (push(&v, &n, fn ? fn : "??", call_file, call_line, 0) < 0) {
+			call_file = NULL;
+			goto nomem;
+		}
+		call_file = NULL;
+		v[n - 2].inlined = true;
 	}
 	free(call_file);
 	free(scopes);

@@ -165,17 +165,26 @@ static bool build_by_addr(struct fgk_vmlinux *vm)
 	return true;
 }
 
+/*
+ * The image spans its allocated sections (the per-CPU template at 0 aside),
+ * padding between them included, end inclusive: linker symbols such as
+ * __static_call_text_end or _end sit one past a section's last byte.
+ */
 bool fgk_vmlinux_contains(struct fgk_vmlinux *vm, uint64_t addr)
 {
+	uint64_t lo = UINT64_MAX, hi = 0;
+
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
-		if ((sh->sh_flags & SHF_ALLOC) && sh->sh_size &&
-		    sh->sh_addr != 0 &&	/* per-CPU template at 0 */
-		    addr >= sh->sh_addr && addr - sh->sh_addr < sh->sh_size)
-			return true;
+		if (!(sh->sh_flags & SHF_ALLOC) || !sh->sh_size || !sh->sh_addr)
+			continue;
+		if (sh->sh_addr < lo)
+			lo = sh->sh_addr;
+		if (sh->sh_addr + sh->sh_size > hi)
+			hi = sh->sh_addr + sh->sh_size;
 	}
-	return false;
+	return addr >= lo && addr <= hi;
 }
 
 struct fgk_error *fgk_symbol_at(struct fgk_vmlinux *vm, uint64_t addr,
