@@ -182,7 +182,7 @@ def test_series_applies_and_checkpatch_has_no_errors(tmp_path):
     for name in series:
         r = subprocess.run(["perl", str(tree / "scripts" / "checkpatch.pl"), "--no-tree",
                             "--quiet", "--strict", str(REPO / "kernel-series" / name)],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, cwd=tmp_path)
         n = len(re.findall(r"^ERROR:", r.stdout, re.M))
         if n:
             errors[name] = r.stdout[:1500]
