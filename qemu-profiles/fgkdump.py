@@ -140,23 +140,14 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
     """
     dump_dir = Path(dump_dir)
     dump_dir.mkdir(parents=True, exist_ok=True)
-    deadline = guest.t0 + guest.timeout if guest.timeout > 0 else None
-    panicked = False
-    while True:
-        if deadline is not None and time.monotonic() >= deadline:
-            break
-        if not guest._pump(0.2):
-            break
-        if PANIC_END_RE.search(guest._buf):
-            panicked = True
-            break
-        if fgkrun.MARK_END_RE.search(bytes(guest._buf[-4096:]).decode("utf-8", "replace")):
-            break
+    left = guest.t0 + guest.timeout - time.monotonic() if guest.timeout > 0 else 1e9
+    guest.wait_for_console(PANIC_END_RE.pattern.decode() + "|" + fgkrun.MARK_END_RE.pattern,
+                           timeout=max(left, 0))
+    panicked = bool(PANIC_END_RE.search(guest.console_so_far().encode()))
     files = {}
     msg = ""
     if panicked:
-        for _ in range(5):              # let the console drain
-            guest._pump(0.1)
+        time.sleep(0.5)                 # let the console drain
         try:
             if "elf" in formats:
                 path = dump_dir / "vmcore"

@@ -34,7 +34,6 @@ import itertools
 import json
 import os
 import re
-import select
 import shlex
 import shutil
 import signal
@@ -43,6 +42,7 @@ import stat
 import struct
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -585,51 +585,78 @@ class Guest:
         self.t0 = time.monotonic()
         self.log_file = open(self.log_path, "wb")
         self.stderr_file = open(self.log_path.with_suffix(".qemu-stderr"), "w+b")
+        self._buf = bytearray()
+        self._buf_lock = threading.Lock()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.stderr_file,
                                      start_new_session=True, preexec_fn=_pdeathsig)
-        os.set_blocking(self.proc.stdout.fileno(), False)
-        self._buf = bytearray()
+        # Drain the console all the time, so QEMU never blocks on a full
+        # pipe while a test talks to the gdbstub or QMP.
+        self._reader = threading.Thread(target=self._read_console, daemon=True,
+                                        name=f"fgkrun-console-{self.proc.pid}")
+        self._reader.start()
         return self
 
-    def wait_for_qmp(self, timeout: float = 10.0) -> Path:
-        """Wait until the QMP socket accepts connections; return its path."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.qmp_path and self.qmp_path.exists():
-                return self.qmp_path
-            if self.proc.poll() is not None:
+    def _read_console(self):
+        fd = self.proc.stdout.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
                 break
+            if not chunk:
+                break
+            with self._buf_lock:
+                self._buf += chunk
+            self.log_file.write(chunk)
+            self.log_file.flush()
+
+    def _poll(self, test, timeout: float) -> bool:
+        """Wait until test() is true (True) or QEMU exited / timeout (False)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if test():
+                return True
+            if not self._reader.is_alive() or time.monotonic() >= deadline:
+                return bool(test())
             time.sleep(0.05)
+
+    def wait_for_qmp(self, timeout: float = 10.0) -> Path:
+        """Wait until the QMP socket exists; return its path."""
+        if self._poll(lambda: self.qmp_path and self.qmp_path.exists(), timeout):
+            return self.qmp_path
         raise RuntimeError(f"QMP socket {self.qmp_path} did not appear")
 
-    def _pump(self, wait: float) -> bool:
-        """Read what the console printed within `wait` s; False at EOF."""
-        fd = self.proc.stdout.fileno()
-        r, _, _ = select.select([fd], [], [], wait)
-        if not r:
-            return True
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            return False
-        self._buf += chunk
-        self.log_file.write(chunk)
-        self.log_file.flush()
-        return True
+    def _console_bytes(self) -> bytes:
+        with self._buf_lock:
+            return bytes(self._buf)
+
+    def console_so_far(self) -> str:
+        """The serial console (ttyS0) up to now."""
+        return self._console_bytes().decode("utf-8", "replace")
+
+    def output_so_far(self) -> str:
+        """What the guest script has printed up to now (after the BEGIN marker)."""
+        for path in (self.out_path, self.out2_path):
+            try:
+                raw = path.read_bytes()
+            except OSError:
+                continue
+            i = raw.find(MARK_BEGIN.encode())
+            if i >= 0:
+                return raw[i + len(MARK_BEGIN) + 1:].decode("utf-8", "replace")
+        return ""
 
     def wait_for_console(self, pattern: str, timeout: float = 60.0) -> bool:
-        """Wait until the console log matches `pattern` (regex)."""
-        deadline = time.monotonic() + timeout
+        """Wait until the console log (kernel messages, markers, whatever the
+        script writes to /dev/console) matches the regex `pattern`."""
         rx = re.compile(pattern.encode())
-        while time.monotonic() < deadline:
-            if rx.search(self._buf):
-                return True
-            if not self._pump(0.1):
-                return bool(rx.search(self._buf))
-        return False
+        return self._poll(lambda: rx.search(self._console_bytes()), timeout)
+
+    def wait_for_output(self, pattern: str, timeout: float = 60.0) -> bool:
+        """Wait until the script's output so far matches the regex `pattern`."""
+        rx = re.compile(pattern)
+        return self._poll(lambda: rx.search(self.output_so_far()), timeout)
 
     def kill(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -646,33 +673,37 @@ class Guest:
                     pass
                 self.proc.wait()
 
+    def _stop(self):
+        """Kill QEMU, finish reading its console, close files."""
+        self.kill()
+        self._reader.join(5)
+        if not self.log_file.closed:
+            self.log_file.close()
+
     def wait(self) -> Result:
         """Wait for the guest to finish; always leaves QEMU dead."""
         timed_out = False
         try:
             deadline = self.t0 + self.timeout if self.timeout > 0 else None
             end_seen_at = None
-            while True:
+            while self._reader.is_alive():
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     timed_out = True
                     break
-                if not self._pump(0.2 if deadline is None else min(0.2, deadline - now)):
-                    break
-                if end_seen_at is None and MARK_END_RE.search(bytes(self._buf[-4096:]).decode("utf-8", "replace")):
-                    end_seen_at = time.monotonic()
-                if end_seen_at is not None and time.monotonic() - end_seen_at > 10:
+                if end_seen_at is None and MARK_END_RE.search(
+                        self._console_bytes()[-4096:].decode("utf-8", "replace")):
+                    end_seen_at = now
+                if end_seen_at is not None and now - end_seen_at > 10:
                     break       # the guest printed its end but did not power off
-            if self.proc.poll() is None and not timed_out:
+                self._reader.join(0.1)
+            if not timed_out:
                 try:
                     self.proc.wait(5)
                 except subprocess.TimeoutExpired:
                     pass
         finally:
-            self.kill()
-            while self.proc.stdout and self._pump(0):
-                pass
-            self.log_file.close()
+            self._stop()
         self.result = self._result(timed_out)
         return self.result
 
@@ -726,22 +757,25 @@ class Guest:
                            f"(log: {self.log_path})")
         else:
             res.rc = script_rc
+        self._remove_scratch()
+        return res
+
+    def _remove_scratch(self):
         for p in (self.initrd_path, self.out_path, self.out2_path,
                   self.log_path.with_suffix(".qemu-stderr")):
             try:
                 p.unlink()
             except OSError:
                 pass
-        return res
 
     def __enter__(self):
         return self.start()
 
     def __exit__(self, *exc):
         if self.proc is not None and self.result is None:
-            self.kill()
-            if not self.log_file.closed:
-                self.log_file.close()
+            self._stop()
+            self.stderr_file.close()
+            self._remove_scratch()
         return False
 
 

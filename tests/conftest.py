@@ -12,10 +12,12 @@ Helpers other tests reuse (``from conftest import boot, KERNEL_DIR, ...``):
   guest(...)
       The same arguments, returns a started-able fgkrun.Guest for tests that
       talk to QEMU while the script runs (QMP, gdbstub):
-          with guest("sleep 30", profile="dump") as g:
-              g.wait_for_console("FGK-OUTPUT-BEGIN")
-              fgkrun.qmp_command(g.qmp_path, "dump-guest-memory", ...)
-              g.kill()
+          with guest("echo up; sleep 30", profile="dump") as g:
+              g.wait_for_output("up")       # or g.wait_for_console(regex)
+              fgkrun.qmp_command(g.wait_for_qmp(), "dump-guest-memory", ...)
+          # QEMU is dead here
+      A started Guest drains its console in a thread, so it never blocks;
+      g.output_so_far() / g.console_so_far() read what came so far.
 
 Fixtures: ``kernel`` (the build/kernel directory; skips, saying why, when
 `make kernel` has not been run), ``vmlinux``, ``release``.

@@ -286,3 +286,24 @@ def test_dump_profile_carries_vmcoreinfo(kernel, tmp_path):
     info = notes["VMCOREINFO"].decode("ascii", "replace")
     assert "OSRELEASE=" + (kernel / "release").read_text().strip() in info
     assert "SYMBOL(swapper_pg_dir)=" in info and "KERNELOFFSET=" in info
+
+
+# ---------------------------------------------------------------- live guests
+
+def test_live_guest_console_is_drained_and_output_readable(kernel):
+    """A running guest never blocks on its console (200 kB written while the
+    test only polls the script's output), and its output is readable live."""
+    from conftest import guest
+    spam = ("i=0; while [ $i -lt 3000 ]; do "
+            "echo console-spam-$i-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx > /dev/console; "
+            "i=$((i+1)); done; echo done-spamming; sleep 120")
+    with guest(spam, timeout=240) as g:
+        deadline = time.monotonic() + 180
+        while "done-spamming" not in g.output_so_far() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert "done-spamming" in g.output_so_far()
+        assert g.wait_for_output(r"done-spamming\n", timeout=5)
+        assert g.wait_for_console("console-spam-2999", timeout=30)
+        assert "console-spam-0-" in g.console_so_far()
+        pid = g.proc.pid
+    assert not os.path.exists(f"/proc/{pid}"), "QEMU still running after the with block"
