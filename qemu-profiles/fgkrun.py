@@ -452,7 +452,7 @@ def overlay_archive(script: str, files: dict | None = None) -> bytes:
 @dataclass
 class Result:
     rc: int                     # guest script rc, or 124 / 125
-    output: str                 # the script's stdout+stderr (ttyS1)
+    output: str                 # the script's stdout+stderr (fgk.out port, or ttyS1)
     log: str                    # the whole serial console (ttyS0)
     log_path: Path
     cmdline: str
@@ -472,7 +472,9 @@ class Result:
 
 
 def _pdeathsig():
-    """preexec: QEMU dies with its parent, whatever kills the parent."""
+    """preexec: QEMU dies with its parent, whatever kills the parent (the
+    kernel ties this to the forking thread: start guests from long-lived
+    threads)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGKILL)       # PR_SET_PDEATHSIG
