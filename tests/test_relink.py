@@ -58,18 +58,26 @@ def symbols(path):
     return syms
 
 
-def mapper(secs):
+def section_finder(secs):
+    """addr -> the (link, size, new, name) section holding it, or None."""
     import bisect
     starts = sorted(secs)
     keys = [s[0] for s in starts]
 
-    def new(addr):
+    def find(addr):
         i = bisect.bisect_right(keys, addr) - 1
-        if i >= 0:
-            link, size, nw, _ = starts[i]
-            if link <= addr < link + size:
-                return addr - link + nw
-        return addr
+        if i >= 0 and starts[i][0] <= addr < starts[i][0] + starts[i][1]:
+            return starts[i]
+        return None
+    return find
+
+
+def mapper(secs):
+    find = section_finder(secs)
+
+    def new(addr):
+        sec = find(addr)
+        return addr - sec[0] + sec[2] if sec else addr
     return new
 
 
@@ -90,15 +98,9 @@ def test_symbols_moved_as_layout_says(relinked):
 
 def functions_in_shuffled_code(secs):
     """(name, link address, size) of sized symbols inside .text.* sections."""
-    import bisect
-    starts = sorted(secs)
-    keys = [s[0] for s in starts]
-    out = []
-    for name, vals in symbols(VMLINUX).items():
-        for v, size, _ in vals:
-            i = bisect.bisect_right(keys, v) - 1
-            if size and i >= 0 and starts[i][0] <= v < starts[i][0] + starts[i][1]:
-                out.append((name, v, size))
+    find = section_finder(secs)
+    out = [(name, v, size) for name, vals in symbols(VMLINUX).items()
+           for v, size, _ in vals if size and find(v)]
     return sorted(out, key=lambda t: t[1])
 
 
