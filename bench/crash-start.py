@@ -37,7 +37,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-profiles"))
 import fgkdump  # noqa: E402
-import fgkrun  # noqa: E402
+import fgkrun  # noqa: E402,F401  (puts the libfgk binding on sys.path)
+import libfgk  # noqa: E402
 
 FGK = REPO / "build" / "bin" / "fgk"
 VMLINUX = REPO / "build" / "kernel" / "vmlinux"
@@ -46,8 +47,8 @@ SCRIPT = "echo c > /proc/sysrq-trigger\n"
 
 
 def is_fg():
-    return any(n.startswith(".text.") and t == 1 and s > 0
-               for n, (t, _, s) in fgkrun.elf_sections(VMLINUX).items())
+    with libfgk.Vmlinux(VMLINUX) as vm:
+        return vm.kind != "plain"
 
 
 def timed(cmd, env=None):

@@ -20,93 +20,39 @@ twice and then stops the guest.  DIR receives:
                   VMCOREINFO, the offset from the "Kernel Offset:" line.
                   Not written when the kernel has no seed (no FG-KASLR).
 
+Every file in DIR is mode 0600 and DIR, when the runner makes it, 0700
+(fgkbase, "Private files"): the dumps hold the whole guest memory, the
+seed among it, and the log, output and record hold the seed.  QEMU writes
+the dumps under its umask 077 and the runner then sets and checks 0600.
+
 Used as a module by tests (tests/test_crash.py) and bench/crash-start.
+Dumps, VMCOREINFO, the flattened kdump format, the "Kernel Offset:" line and
+seed records are read and written by libfgk, through the libfgk binding.
 """
 
 from __future__ import annotations
 
 import datetime
-import os
 import re
-import struct
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import fgkrun
+import libfgk      # on sys.path through fgkrun (docs/python.md)
+from fgkbase import make_private, private_dir, write_private
 
 APPEND = "panic=0 oops=panic"
 PANIC_END_RE = re.compile(rb"---\[ end Kernel panic")
-KERNEL_OFFSET_RE = re.compile(r"Kernel Offset: (0x[0-9a-fA-F]+|disabled)")
-SEED_WORD_RE = re.compile(r"(?:^|[\s=:])([0-9a-fA-F]{64})(?=\s|$)", re.M)
-
-
-# --------------------------------------------------------------------------
-# VMCOREINFO of an ELF core (no dependencies)
-
-def elf_vmcoreinfo(path) -> str | None:
-    """The VMCOREINFO note of an ELF core as text, or None."""
-    with open(path, "rb") as f:
-        ehdr = f.read(64)
-        if len(ehdr) < 64 or ehdr[:4] != b"\x7fELF" or ehdr[4] != 2:
-            raise ValueError(f"{path}: not a 64-bit ELF core")
-        phoff, = struct.unpack_from("<Q", ehdr, 0x20)
-        phentsize, phnum = struct.unpack_from("<HH", ehdr, 0x36)
-        f.seek(phoff)
-        phdrs = f.read(phentsize * phnum)
-        for i in range(phnum):
-            p_type, _, p_offset, _, _, p_filesz = struct.unpack_from("<IIQQQQ", phdrs, i * phentsize)
-            if p_type != 4:         # PT_NOTE
-                continue
-            f.seek(p_offset)
-            data = f.read(p_filesz)
-            pos = 0
-            while pos + 12 <= len(data):
-                namesz, descsz, _ = struct.unpack_from("<III", data, pos)
-                pos += 12
-                name = data[pos:pos + namesz].rstrip(b"\0")
-                pos += (namesz + 3) & ~3
-                desc = data[pos:pos + descsz]
-                pos += (descsz + 3) & ~3
-                if name == b"VMCOREINFO":
-                    return desc.rstrip(b"\0").decode("utf-8", "replace")
-    return None
-
-
-def parse_vmcoreinfo(text: str) -> dict:
-    out = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition("=")
-        if sep:
-            out[key] = value.strip()
-    return out
-
-
-def unflatten(src, dst):
-    """makedumpfile -R: rewrite a flattened kdump stream as a regular file."""
-    with open(src, "rb") as f, open(dst, "wb") as o:
-        if f.read(4096)[:12] != b"makedumpfile":
-            raise ValueError(f"{src}: not a flattened kdump file")
-        while True:
-            hdr = f.read(16)
-            if len(hdr) < 16:
-                raise ValueError(f"{src}: truncated flattened stream")
-            off, size = struct.unpack(">qq", hdr)
-            if off == -1:
-                return
-            o.seek(off)
-            while size > 0:
-                chunk = f.read(min(size, 1 << 22))
-                if not chunk:
-                    raise ValueError(f"{src}: truncated flattened record")
-                o.write(chunk)
-                size -= len(chunk)
 
 
 def seed_from_text(text: str) -> str | None:
-    """The one 64-hex-digit word of /proc/fgkaslr_seed output in text."""
-    seeds = {m.group(1).lower() for m in SEED_WORD_RE.finditer(text)}
-    return seeds.pop() if len(seeds) == 1 else None
+    """The one seed (/proc/fgkaslr_seed output, fgkaslr_seed=...) in text
+    (libfgk's fgk_seed_scan, what 'fgk seed capture --text' uses)."""
+    try:
+        return libfgk.seed_scan(text)[0]
+    except libfgk.FgkError:             # several different seeds
+        return None
 
 
 # --------------------------------------------------------------------------
@@ -130,6 +76,7 @@ def _qmp_dump(guest, path: Path, fmt: str | None):
     if fmt:
         kw["format"] = fmt
     fgkrun.qmp_command(guest.qmp_path, "dump-guest-memory", timeout=300, **kw)
+    make_private(path)          # QEMU made it (umask 077): 0600, checked
 
 
 def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> DumpResult:
@@ -138,8 +85,7 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
     If the guest finishes (or times out) without a panic, nothing is dumped
     and the Result is the usual one.
     """
-    dump_dir = Path(dump_dir)
-    dump_dir.mkdir(parents=True, exist_ok=True)
+    dump_dir = private_dir(dump_dir)
     left = guest.t0 + guest.timeout - time.monotonic() if guest.timeout > 0 else 1e9
     guest.wait_for_console(PANIC_END_RE.pattern.decode() + "|" + fgkrun.MARK_END_RE.pattern,
                            timeout=max(left, 0))
@@ -159,7 +105,7 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
                 path = dump_dir / "vmcore.kdump"
                 flat.unlink(missing_ok=True)
                 _qmp_dump(guest, flat, "kdump-zlib")
-                unflatten(flat, path)
+                libfgk.unflatten(flat, path)
                 flat.unlink()
                 files["vmcore.kdump"] = path
         except Exception as e:          # QMP or file trouble: say so, keep going
@@ -167,8 +113,8 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
     guest.kill()
     res = guest.wait()
     out = DumpResult(res, dump_dir, files, message=msg)
-    (dump_dir / "serial.log").write_text(res.log)
-    (dump_dir / "output").write_text(res.output)
+    write_private(dump_dir / "serial.log", res.log)
+    write_private(dump_dir / "output", res.output)
     files["serial.log"] = dump_dir / "serial.log"
     files["output"] = dump_dir / "output"
     if not panicked:
@@ -177,13 +123,13 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
     vmci = None
     if "vmcore" in files:
         try:
-            vmci = elf_vmcoreinfo(files["vmcore"])
-        except (OSError, ValueError) as e:
+            vmci = libfgk.read_vmcore(files["vmcore"])
+        except libfgk.FgkError as e:
             out.message = f"run: cannot read VMCOREINFO: {e}"
     if vmci:
-        (dump_dir / "vmcoreinfo").write_text(vmci)
+        write_private(dump_dir / "vmcoreinfo", vmci.raw)
         files["vmcoreinfo"] = dump_dir / "vmcoreinfo"
-        out.vmcoreinfo = parse_vmcoreinfo(vmci)
+        out.vmcoreinfo = vmci.fields()
     vi = out.vmcoreinfo
     seed = vi.get("FGKASLR_SEED")
     seed_src = "VMCOREINFO"
@@ -194,21 +140,25 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
         # a seed printed on the console, e.g. fgkaslr_seed= text
         seed = seed_from_text(res.log)
         seed_src = "serial log"
-    offset = None
-    m = None
-    for m in KERNEL_OFFSET_RE.finditer(res.log):
-        pass
-    if m:
-        offset = 0 if m.group(1) == "disabled" else int(m.group(1), 16)
-    elif "KERNELOFFSET" in vi:
-        offset = int(vi["KERNELOFFSET"], 16)
-    if seed and re.fullmatch(r"[0-9a-fA-F]{64}", seed):
+    offset = libfgk.kernel_offset_scan(res.log)
+    if offset is None and vmci is not None:
+        offset = vmci.offset
+    try:
+        seed = libfgk.parse_seed(seed) if seed else None
+    except libfgk.FgkError:
+        seed = None
+    if seed:
         stamp = datetime.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
         panic = res.panic_line or "panic"
-        text = (f"# captured by qemu-profiles/run --dump-dir on {stamp}; seed from {seed_src}\n"
-                + fgkrun.format_seed_record(seed, vi.get("BUILD-ID"), vi.get("OSRELEASE"),
-                                            offset, note or panic))
-        (dump_dir / "seed").write_text(text)
+        rec = libfgk.SeedRecord(seed, vmci.build_id if vmci else None,
+                                vmci.osrelease if vmci else None, offset, note or panic)
+        try:
+            text = (f"# captured by qemu-profiles/run --dump-dir on {stamp}; seed from "
+                    f"{seed_src}\n" + rec.format())
+        except libfgk.FgkError as e:
+            out.message = f"run: {dump_dir / 'seed'}: no seed record written: {e}"
+            return out
+        write_private(dump_dir / "seed", text)
         files["seed"] = dump_dir / "seed"
         out.record = fgkrun.parse_seed_record(text)
     return out

@@ -2,7 +2,7 @@
 
 Helpers other tests reuse (``from conftest import boot, KERNEL_DIR, ...``):
 
-  boot(script, profile='boot', seed=None, append='', timeout=60, **kw)
+  boot(script, profile='boot', seed=None, append='', timeout=180, **kw)
       Boot build/kernel/bzImage in QEMU (TCG), run the shell `script` as root
       in the guest and return an fgkrun.Result: .rc (script rc, 124 timeout,
       125 panic/oops), .output (script stdout+stderr), .log (serial console),
@@ -20,10 +20,13 @@ Helpers other tests reuse (``from conftest import boot, KERNEL_DIR, ...``):
       g.output_so_far() / g.console_so_far() read what came so far.
 
 Fixtures: ``kernel`` (the build/kernel directory; skips, saying why, when
-`make kernel` has not been run), ``vmlinux``, ``release``.
+`make kernel` has not been run), ``vmlinux``, ``release``; ``elf_fixtures``
+(no kernel: the tools built and the ELF fixtures of
+layout-tools/tests/fixtures/build.sh generated, once per session).
 """
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -51,7 +54,9 @@ def require_kernel():
         pytest.skip(reason)
 
 
-def boot(script, profile="boot", seed=None, append="", timeout=60, **kw):
+# Timeouts are upper bounds for a guest on a loaded 2-core machine (a TCG
+# boot takes seconds when idle): generous, never what a test measures.
+def boot(script, profile="boot", seed=None, append="", timeout=180, **kw):
     """Boot the kernel, run `script` as root in the guest, return the Result."""
     require_kernel()
     res = fgkrun.run(profile, script, seed=seed, append=append, timeout=timeout, **kw)
@@ -60,7 +65,7 @@ def boot(script, profile="boot", seed=None, append="", timeout=60, **kw):
     return res
 
 
-def guest(script, profile="boot", seed=None, append="", timeout=60, **kw):
+def guest(script, profile="boot", seed=None, append="", timeout=180, **kw):
     """An fgkrun.Guest (not started) for tests that need QMP or the gdbstub."""
     require_kernel()
     return fgkrun.Guest(profile, script, seed=seed, append=append, timeout=timeout, **kw)
@@ -80,3 +85,21 @@ def vmlinux(kernel):
 @pytest.fixture(scope="session")
 def release(kernel):
     return (kernel / "release").read_text().strip()
+
+
+@pytest.fixture(scope="session")
+def elf_fixtures(tmp_path_factory):
+    """The tools built (unless FGK_BIN names another fgk, e.g. the sanitizer
+    build), the ELF fixtures generated from source into a private dir."""
+    tools = REPO / "layout-tools"
+    if "FGK_BIN" not in os.environ:
+        r = subprocess.run(["make", "-s", "-C", str(tools), "all"],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+    d = tmp_path_factory.mktemp("fixtures")
+    r = subprocess.run([str(tools / "tests" / "fixtures" / "build.sh"), str(d)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for f in ("fixture.elf", "relocs.elf"):
+        assert (d / f).exists(), f"build.sh did not make {f}"
+    return d

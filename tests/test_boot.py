@@ -2,11 +2,14 @@
 
 import os
 import re
+import secrets
+import stat
 import subprocess
 import sys
 import time
 
 import pytest
+from pathlib import Path
 
 from conftest import REPO, KERNEL_DIR, boot, fgkrun
 
@@ -51,7 +54,8 @@ def test_release_is_the_trees(kernel, release):
     tree = kernel / "build"
     if not tree.is_dir():
         pytest.skip("build/kernel/build (link to the kernel tree) is missing")
-    out = subprocess.run(["make", "-s", "-C", str(tree), "kernelrelease"],
+    out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(tree),
+                          "kernelrelease"],
                          capture_output=True, text=True, check=True).stdout.strip()
     assert out == release
 
@@ -154,7 +158,7 @@ def test_timeout_kills_guest(kernel):
 
 def test_panic_is_reported(kernel):
     res = boot("echo about to crash; echo c > /proc/sysrq-trigger; sleep 5; echo survived",
-               timeout=60)
+               timeout=180)
     assert res.rc == 125, res.message
     assert res.panicked
     assert "Kernel panic" in res.panic_line or "sysrq" in res.panic_line.lower()
@@ -184,6 +188,81 @@ def test_cli_default_script_and_seed_arg(kernel, tmp_path):
     assert "release: " in p.stdout
     # the cmdline line; the kernel may mask the value (layout-spec section 9)
     assert re.search(r"^cmdline: .*fgkaslr_seed=", p.stdout, re.M), p.stdout
+
+
+# ---------------------------------------------------------------- private files
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_run_files_are_private(kernel):
+    """Everything a run leaves under build/runs holds the seed (the log, the
+    script's output, the initrd with the script) or gives the guest away
+    (the QMP socket): files 0600, the socket QEMU makes no group/other
+    bits, build/runs 0700 -- with umask 022, and even when build/runs was
+    0755 (made by an older runner).  Checked while the guest runs (the
+    scratch files go at the end), then the final log."""
+    from conftest import guest
+    seed = secrets.token_hex(32)
+    old = os.umask(0o022)
+    try:
+        fgkrun.RUNS_DIR.mkdir(parents=True, exist_ok=True)
+        fgkrun.RUNS_DIR.chmod(0o755)
+        # dump profile: a QMP socket beside the log
+        g = guest("cat /proc/fgkaslr_seed 2>/dev/null; echo up; sleep 300", profile="dump",
+                  seed=seed, timeout=300)
+        g.start()
+        try:
+            assert g.wait_for_output(r"up\n", timeout=240), "guest did not start"
+            g.wait_for_qmp()
+            assert mode(fgkrun.RUNS_DIR) == 0o700
+            live = sorted(fgkrun.RUNS_DIR.glob(glob_escape(g.log_path.stem) + ".*"))
+            assert {p.suffix for p in live} >= {".log", ".initrd", ".out", ".ttyS1",
+                                                 ".qemu-stderr", ".qmp", ".qemu-cfg"}, live
+            # the kernel command line reaches QEMU through the 0600 config
+            # file, not its argv, which every local user can read
+            argv = Path(f"/proc/{g.proc.pid}/cmdline").read_bytes()
+            assert b"-readconfig" in argv and seed.encode() not in argv, argv
+            for p in live:
+                if stat.S_ISSOCK(os.lstat(p).st_mode):
+                    assert mode(p) & 0o077 == 0, f"{p.name}: {mode(p):04o}"
+                else:
+                    assert mode(p) == 0o600, f"{p.name}: {mode(p):04o}"
+            g.kill()
+            res = g.wait()
+        finally:
+            g.kill()
+    finally:
+        os.umask(old)
+    assert res.log_path.is_file() and mode(res.log_path) == 0o600
+    assert not res.log_path.with_suffix(".initrd").exists()
+
+
+def glob_escape(s):
+    return re.sub(r"([*?[])", r"[\1]", s)
+
+
+def test_cli_run_files_are_private(kernel, tmp_path):
+    """qemu-profiles/run --log in directories it makes, --out over an
+    existing 0644 file: 0600 files, 0700 new directories, umask 022; the
+    directory the user named (tmp_path) is left alone."""
+    seed = secrets.token_hex(32)
+    log = tmp_path / "new" / "logs" / "serial.log"
+    out = tmp_path / "out.txt"
+    out.write_text("old\n")
+    out.chmod(0o644)
+    tmp_path.chmod(0o755)
+    p = subprocess.run([sys.executable, str(RUN), "replay", "--seed", seed,
+                        "--log", str(log), "--out", str(out), "--timeout", "240"],
+                       capture_output=True, text=True, timeout=300,
+                       preexec_fn=lambda: os.umask(0o022))
+    assert p.returncode == 0, p.stderr
+    assert "release: " in out.read_text()
+    assert mode(log) == 0o600 and mode(out) == 0o600
+    assert mode(tmp_path / "new") == 0o700 and mode(log.parent) == 0o700
+    assert mode(tmp_path) == 0o755
+    assert sorted(q.name for q in log.parent.iterdir()) == ["serial.log"]
 
 
 # ---------------------------------------------------------------- runner, no boot
@@ -271,16 +350,27 @@ def test_cpio_archive_layout():
 # ---------------------------------------------------------------- dump profile
 
 def test_dump_profile_carries_vmcoreinfo(kernel, tmp_path):
-    """QMP dump-guest-memory of a `dump` guest has the guest's VMCOREINFO."""
+    """QMP dump-guest-memory of a `dump` guest has the guest's VMCOREINFO.
+    QEMU runs with umask 077: the QMP socket and the dump it writes (the
+    whole guest memory, the seed in it) have no group/other bits, although
+    the test's umask is 022."""
     from conftest import guest
     core = tmp_path / "vmcore"
     g = guest("ls /sys/firmware/qemu_fw_cfg/by_name/etc > /dev/null && echo fw_cfg-ok; "
               "sleep 120", profile="dump", qmp=tmp_path / "qmp.sock", timeout=240)
-    with g:
-        assert g.wait_for_console("=====FGK-OUTPUT-BEGIN=====", timeout=120), "guest did not start"
-        fgkrun.qmp_command(g.wait_for_qmp(), "dump-guest-memory", paging=False,
-                           protocol=f"file:{core}")
-        g.kill()
+    old = os.umask(0o022)
+    try:
+        with g:
+            assert g.wait_for_console("=====FGK-OUTPUT-BEGIN=====", timeout=120), \
+                "guest did not start"
+            qmp = g.wait_for_qmp()
+            assert mode(qmp) & 0o077 == 0, f"QMP socket {mode(qmp):04o}"
+            fgkrun.qmp_command(qmp, "dump-guest-memory", paging=False,
+                               protocol=f"file:{core}")
+            g.kill()
+    finally:
+        os.umask(old)
+    assert mode(core) & 0o077 == 0, f"dump {mode(core):04o}"
     notes = {name: desc for name, _, desc in fgkrun.elf_core_notes(core)}
     assert "VMCOREINFO" in notes, f"notes in the dump: {sorted(notes)}"
     info = notes["VMCOREINFO"].decode("ascii", "replace")

@@ -28,17 +28,17 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import BIN_DIR, KERNEL_DIR, REPO, require_kernel
 
-sys.path.insert(0, str(REPO / "qemu-profiles"))
-import fgkdump  # noqa: E402
-import fgkrun  # noqa: E402
+import fgkdump
+import fgkrun
+import libfgk
 
 FGK = BIN_DIR / "fgk"
 # FGK_TEST_KERNEL_DIR (bzImage, vmlinux, System.map, release) and
@@ -66,9 +66,8 @@ def run(*cmd, **kw):
 
 
 def is_fg_vmlinux():
-    secs = fgkrun.elf_sections(VMLINUX)
-    return any(n.startswith(".text.") and t == 1 and size > 0
-               for n, (t, _, size) in secs.items())
+    with libfgk.Vmlinux(VMLINUX) as vm:
+        return vm.kind != "plain"
 
 
 def require_tools():
@@ -128,11 +127,12 @@ def crashed(tmp_path_factory):
 
 def make_crashed(tmp_path_factory):
     """Boot with a random seed and base KASLR, capture kallsyms, crash, dump:
-    `qemu-profiles/run dump --dump-dir D --init SCRIPT [--seed S]`."""
+    `qemu-profiles/run dump --dump-dir D --init SCRIPT [--seed S]`.  D is
+    made by the runner, which runs with umask 022 (test_dump_dir_private)."""
     require_tools()
     fg = is_fg_vmlinux()
     seed = secrets.token_hex(32) if fg else None
-    d = tmp_path_factory.mktemp("dump")
+    d = tmp_path_factory.mktemp("dump") / "D"
     (d.parent / "guest.sh").write_text(GUEST_SCRIPT)
     cmd = [REPO / "qemu-profiles" / "run", "dump", "--dump-dir", d,
            "--init", d.parent / "guest.sh", "--timeout", "240",
@@ -141,7 +141,7 @@ def make_crashed(tmp_path_factory):
         cmd += ["--append", EXTRA_APPEND]
     if seed:
         cmd += ["--seed", seed]
-    r = run(*cmd)
+    r = run(*cmd, preexec_fn=lambda: os.umask(0o022))
     print(r.stderr)
     assert r.returncode == 0, f"no dump taken: {r.stderr}"
     assert f"run: saved in {d}: " in r.stderr
@@ -276,6 +276,20 @@ def test_dump_dir(crashed):
 def require_unshuffled(crashed):
     if crashed["fg"]:
         pytest.skip("FG-KASLR kernel: the shuffled variant of this test runs instead")
+
+
+def test_dump_dir_private(crashed):
+    """Everything --dump-dir saves holds the seed (the dumps: all guest
+    memory): 0600 files in a 0700 directory, although the runner ran with
+    umask 022; the dumps QEMU wrote included, and no flattened temp left."""
+    d = crashed["dir"]
+    assert stat.S_IMODE(d.stat().st_mode) == 0o700
+    names = sorted(p.name for p in d.iterdir())
+    want = {"vmcore", "vmcore.kdump", "vmcoreinfo", "serial.log", "output"} | \
+        ({"seed"} if crashed["fg"] else set())
+    assert set(names) == want, names
+    modes = {n: stat.S_IMODE(os.lstat(d / n).st_mode) for n in names}
+    assert all(m == 0o600 for m in modes.values()), {n: f"{m:04o}" for n, m in modes.items()}
 
 
 @pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
@@ -523,29 +537,14 @@ from drgn import Object
 from drgn.helpers.linux.percpu import per_cpu
 
 def prstatus_regs(path):
+    # pr_reg (struct pt_regs) of each NT_PRSTATUS note, read with pyelftools
+    from elftools.elf.elffile import ELFFile
     out = []
     with open(path, "rb") as f:
-        e = f.read(64)
-        phoff, = struct.unpack_from("<Q", e, 0x20)
-        phentsize, phnum = struct.unpack_from("<HH", e, 0x36)
-        f.seek(phoff)
-        ph = f.read(phentsize * phnum)
-        for i in range(phnum):
-            t, _, off, _, _, sz = struct.unpack_from("<IIQQQQ", ph, i * phentsize)
-            if t != 4:
-                continue
-            f.seek(off)
-            d = f.read(sz)
-            pos = 0
-            while pos + 12 <= len(d):
-                ns, ds, ty = struct.unpack_from("<III", d, pos)
-                pos += 12
-                name = d[pos:pos + ns]
-                pos += (ns + 3) & ~3
-                desc = d[pos:pos + ds]
-                pos += (ds + 3) & ~3
-                if ty == 1 and name.rstrip(b"\0") == b"CORE":
-                    out.append(desc[112:112 + 21 * 8])   # pr_reg = struct pt_regs
+        for seg in ELFFile(f).iter_segments("PT_NOTE"):
+            for note in seg.iter_notes():
+                if note["n_type"] == "NT_PRSTATUS" and note["n_name"] == "CORE":
+                    out.append(note["n_descdata"][112:112 + 21 * 8])
     return out
 
 cpu = prog["panic_cpu"].counter.value_()

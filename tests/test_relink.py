@@ -191,6 +191,57 @@ def test_identity_preserved(relinked):
     assert "Linux version" in banner(out)
 
 
+def sorted_table_targets(path):
+    """{table: [target of each entry, in slot order]} for the tables
+    scripts/sorttable sorts after the link: __ex_table (insn and fixup),
+    .orc_unwind_ip, and __mcount_loc (absolute, inside .init.data)."""
+    import struct
+    from elftools.elf.elffile import ELFFile
+    out = {}
+    with open(path, "rb") as f:
+        elf = ELFFile(f)
+        syms = {s.name: s["st_value"] for s in elf.get_section_by_name(".symtab").iter_symbols()
+                if s.name in ("__start_mcount_loc", "__stop_mcount_loc")}
+        for name, entsize in (("__ex_table", 12), (".orc_unwind_ip", 4)):
+            sec = elf.get_section_by_name(name)
+            if sec is None:
+                continue
+            data, base = sec.data(), sec["sh_addr"]
+            targets = []
+            for k in range(len(data) // entsize):
+                p = base + k * entsize
+                for field in ((0, 4) if entsize == 12 else (0,)):
+                    v, = struct.unpack_from("<i", data, k * entsize + field)
+                    targets.append(p + field + v)
+            out[name] = targets
+        if "__start_mcount_loc" in syms:
+            a, b = syms["__start_mcount_loc"], syms["__stop_mcount_loc"]
+            sec = next(s for s in elf.iter_sections()
+                       if s["sh_addr"] <= a and b <= s["sh_addr"] + s["sh_size"]
+                       and s["sh_type"] == "SHT_PROGBITS")
+            raw = sec.data()[a - sec["sh_addr"]: b - sec["sh_addr"]]
+            out["__mcount_loc"] = [v for (v,) in struct.iter_unpack("<Q", raw)]
+    return out
+
+
+def test_sorted_tables_follow_their_contents(relinked):
+    """__ex_table, .orc_unwind_ip and __mcount_loc were sorted after the
+    link, so their relocations name other slots' targets: every entry of
+    vmlinux.fgk must point where the same entry of vmlinux points, moved."""
+    seed, out, secs = relinked
+    new = mapper(secs)
+    old_t, new_t = sorted_table_targets(VMLINUX), sorted_table_targets(out)
+    assert set(old_t) == set(new_t) and old_t, old_t.keys()
+    for table in old_t:
+        want = [new(t) for t in old_t[table]]
+        bad = [i for i, (w, g) in enumerate(zip(want, new_t[table])) if w != g]
+        moved = sum(1 for t in old_t[table] if new(t) != t)
+        print(f"{table}: {len(want)} targets, {moved} moved, {len(bad)} wrong")
+        assert len(want) == len(new_t[table]) and not bad, \
+            [(hex(old_t[table][i]), hex(want[i]), hex(new_t[table][i])) for i in bad[:5]]
+        assert moved > 100
+
+
 def test_cache_reused(tmp_path):
     require_fgkaslr_vmlinux()
     env = {"FGK_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}

@@ -14,29 +14,22 @@ import struct
 import subprocess
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from conftest import REPO, guest
 from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
 
 SEED = "0123456789abcdef" * 4
-PORT = 12341
 
 
 def elf_sections(path):
+    """(file bytes, {name: addr, off, size, type}) of the section headers,
+    read with pyelftools (python3-pyelftools); type 1 is SHT_PROGBITS."""
     data = path.read_bytes()
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3a)
-    if shnum == 0:
-        shnum, = struct.unpack_from("<Q", data, shoff + 0x20)
-    if shstrndx == 0xffff:
-        shstrndx, = struct.unpack_from("<I", data, shoff + 0x28)
-    hdrs = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
-            for i in range(shnum)]
-    stroff = hdrs[shstrndx][4]
-    secs = {}
-    for h in hdrs:
-        name = data[stroff + h[0]: data.index(b"\0", stroff + h[0])].decode()
-        secs[name] = {"addr": h[3], "off": h[4], "size": h[5], "type": h[1]}
+    with open(path, "rb") as f:
+        secs = {s.name: {"addr": s["sh_addr"], "off": s["sh_offset"], "size": s["sh_size"],
+                         "type": 1 if s["sh_type"] == "SHT_PROGBITS" else s["sh_type"]}
+                for s in ELFFile(f).iter_sections()}
     return data, secs
 
 
@@ -49,6 +42,9 @@ TABLES = [  # (start symbol, end symbol, entry size, patched bytes at the site)
     ("__retpoline_sites", "__retpoline_sites_end", 4, 6),
     ("__return_sites", "__return_sites_end", 4, 6),
     ("__ibt_endbr_seal", "__ibt_endbr_seal_end", 4, 4),
+    # ftrace turns each "call __fentry__" into a 5-byte nop (absolute entries;
+    # relink keeps this build-time-sorted table right, see test_relink.py)
+    ("__start_mcount_loc", "__stop_mcount_loc", 8, 5),
 ]
 
 
@@ -78,6 +74,8 @@ def patch_sites(path, data, secs):
             raw = data[base + k * entsize: base + (k + 1) * entsize]
             if begin == "__parainstructions":
                 site, n = struct.unpack_from("<Q", raw)[0], raw[9]
+            elif begin == "__start_mcount_loc":
+                site, n = struct.unpack_from("<Q", raw)[0], length
             else:
                 site = addr + struct.unpack_from("<i", raw)[0]
                 n = raw[10] if length is None else length
@@ -85,7 +83,9 @@ def patch_sites(path, data, secs):
     return sites
 
 
-def gdb(*commands, timeout=120):
+def gdb(*commands, timeout=900):
+    # upper bound only: dumping the 4 MB shuffled region through the gdbstub
+    # takes seconds on an idle machine, minutes on a loaded one
     args = ["gdb", "-batch", "-nx", "-ex", "set confirm off",
             "-ex", "set pagination off"]
     for c in commands:
@@ -113,17 +113,16 @@ def region(relinked):
 
 GUEST = r"""
 echo FGK-RELINK-READY > /dev/console
-i=0
-while [ $i -lt 600 ]; do read -r l < /proc/version; sleep 0.2; i=$((i+1)); done
+while :; do read -r l < /proc/version; sleep 0.2; done
 """
 
 
 def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     start, limit = region(relinked)
     dump = tmp_path / "text.bin"
-    with guest(GUEST, profile="debug", seed=SEED, gdb=PORT, timeout=300) as g:
-        assert g.wait_for_console("FGK-RELINK-READY", timeout=120), "guest did not come up"
-        r = gdb(f"target remote 127.0.0.1:{PORT}",
+    with guest(GUEST, profile="debug", seed=SEED, gdb=0, timeout=1800) as g:
+        assert g.wait_for_console("FGK-RELINK-READY", timeout=600), "guest did not come up"
+        r = gdb(f"target remote 127.0.0.1:{g.gdb_port}",
                 f"dump binary memory {dump} {start:#x} {limit:#x}",
                 f"symbol-file -o 0 {relinked}",
                 "info line version_proc_show",
@@ -160,7 +159,9 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     print(f"region {start:#x}-{limit:#x}: {len(want)} bytes, {len(diff)} differ, "
           f"all at run-time patch sites" if not unexplained else
           f"{len(unexplained)} unexplained")
-    assert len(diff) < len(want) // 100
+    # ftrace nops, return thunks and retpolines rewrite ~4 % of a distribution
+    # config's text at boot; a wrong layout differs almost everywhere
+    assert len(diff) < len(want) // 10
     assert not unexplained, [hex(start + i) for i in unexplained[:10]]
 
     # 2. gdb: symbols, lines, breakpoints, backtrace

@@ -4,8 +4,8 @@ core.py (unit-tested); this file talks to gdb and the guest."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
+import tempfile
 import time
 
 import gdb
@@ -13,7 +13,6 @@ import gdb
 from . import core
 from .core import FgkError
 
-EXT_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # fgk-gdb/
 KERNEL_SCRIPT = "vmlinux-gdb.py"
 
 
@@ -35,32 +34,37 @@ class State:
         self.nsections = 0
         self.verified = None         # text, how the seed was checked
         self.modules = {}            # name -> (ko path or None, nsections)
-        self.layout = []             # `fgk layout --json` sections
+        self.layout = None           # libfgk.Layout, when shuffled
         self.timings = {}
-        self._map = None
 
-    def address_map(self) -> core.AddressMap:
+    def runtime(self, link: int) -> int:
+        """Runtime address of a link address of vmlinux."""
         if self.offset is None:
             raise FgkError("not attached: run 'fgk attach' first")
-        if self._map is None:
-            self._map = core.AddressMap(self.layout, self.offset)
-        return self._map
+        if self.layout is None:                 # link order
+            return (link + self.offset) & 0xFFFFFFFFFFFFFFFF
+        return self.layout.runtime(link, self.offset)
+
+    def link(self, runtime: int) -> int:
+        """Link address of a runtime address; FgkError in the padding."""
+        if self.offset is None:
+            raise FgkError("not attached: run 'fgk attach' first")
+        if self.layout is None:
+            return (runtime - self.offset) & 0xFFFFFFFFFFFFFFFF
+        return self.layout.link(runtime, self.offset)
 
 
 STATE = State()
 _MODULE_BP = None
-_elf_cache: dict = {}
+_elf_cache: dict = {}        # (path, mtime, size) -> libfgk.Vmlinux
 _ko_cache: dict = {}
 _relink_memo: dict = {}      # (vmlinux, mtime, size, seed) -> (vmlinux.fgk, layout)
 
 
 def _clear_caches(_event=None):
-    """Caches of parsed files: dropped whenever gdb loads or drops files."""
-    for e in _elf_cache.values():
-        try:
-            e.close()
-        except Exception:
-            pass
+    """Caches of opened files: dropped whenever gdb loads or drops files
+    (a file closes when nothing uses it any more: a layout keeps its
+    vmlinux open)."""
     _elf_cache.clear()
 
 
@@ -70,12 +74,13 @@ def _on_exited(_event=None):
     STATE.modules.clear()
 
 
-def elf(path) -> core.Elf:
+def elf(path):
+    """libfgk.Vmlinux of path, opened once while the file is unchanged."""
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
     e = _elf_cache.get(key)
     if e is None:
-        e = _elf_cache[key] = core.Elf(path)
+        e = _elf_cache[key] = core.need_libfgk().Vmlinux(path)
     return e
 
 
@@ -134,16 +139,16 @@ def kernel_offset_from_guest(regs, divide_error):
     if not core.gate_present(gate):
         raise FgkError("IDT gate 0 is not present: the kernel has not set up its IDT "
                        "yet; attach later or pass --offset")
-    return core.kernel_offset_from_idt(core.decode_idt_gate(gate), divide_error.value)
+    return core.kernel_offset_from_idt(core.decode_idt_gate(gate), divide_error.addr)
 
 
-def check_build_id(vm: core.Elf, offset, offset_given=False):
+def check_build_id(vm, offset, offset_given=False):
     notes = vm.section(".notes")
     if notes is None or not notes.addr:
         return "no .notes section: build-id not checked"
-    want = vm.section_data(notes)
+    want = vm.read(notes.addr, notes.size)
     have = read_guest(notes.addr + offset, len(want))
-    bid = vm.build_id() or "?"
+    bid = vm.build_id or "?"
     if have != want:
         if offset_given:
             raise FgkError(f"the build-id note of {vm.path} ({bid}) is not at "
@@ -156,29 +161,36 @@ def check_build_id(vm: core.Elf, offset, offset_given=False):
     return f"build-id {bid} matches"
 
 
-def check_banner(vm: core.Elf, banner, offset):
-    want = vm.read_addr(banner.value, banner.size or 64)
-    have = read_guest(banner.value + offset, len(want))
+def check_banner(vm, banner, offset):
+    want = vm.read(banner.addr, banner.size or 64)
+    have = read_guest(banner.addr + offset, len(want))
     if have != want:
-        raise FgkError(f"linux_banner is not at {banner.value + offset:#x} in guest memory "
+        raise FgkError(f"linux_banner is not at {banner.addr + offset:#x} in guest memory "
                        f"with offset {offset:#x}: wrong offset or wrong vmlinux")
 
 
-def read_boot_info(vm: core.Elf, sym, offset) -> core.BootInfo:
-    data = read_guest(sym.value + offset, core.BOOT_INFO_SIZE)
+def read_boot_info(vm, sym, offset) -> core.BootInfo:
+    data = read_guest(sym.addr + offset, core.BOOT_INFO_SIZE)
     if data is None:
         raise FgkError(f"seed unreadable: cannot read fgkaslr_boot_info at "
-                       f"{sym.value + offset:#x}: pass --seed")
+                       f"{sym.addr + offset:#x}: pass --seed")
     return core.decode_boot_info(data)
 
 
-def verify_seed(relinked: core.Elf, layout_sections, offset, seed):
-    picks = core.pick_sections(layout_sections, 32)
+def verify_seed(relinked, layout, offset, seed):
+    """The guest's code at 32 shuffled functions against vmlinux.fgk's (one
+    guest read per run of neighbouring functions: a gdbstub round trip costs
+    tens of milliseconds)."""
+    picks = core.pick_sections(layout.sections, 32)
     pairs = []
-    for s in picks:
-        new, size = int(s["new"], 16), int(s["size"], 16)
-        want = relinked.read_addr(new, min(size, 32))
-        pairs.append((s["name"], want, read_guest(new + offset, len(want))))
+    for start, length, group in core.read_plan(picks, 32):
+        have = read_guest(start + offset, length)
+        for s in group:
+            want = relinked.read(s.new_addr, min(s.size, 32))
+            lo = s.new_addr - start
+            got = None if have is None else have[lo:lo + len(want)]
+            k = core.patch_free_start(want)     # ftrace's nop is not a mismatch
+            pairs.append((s.name, want[k:], None if got is None else got[k:]))
     res = core.match_bytes(pairs)
     if not res.ok():
         raise FgkError(f"the guest's code does not match seed {seed} (wrong seed or wrong "
@@ -373,20 +385,31 @@ def arm_module_breakpoint():
 # --------------------------------------------------------------------------
 # attach
 
-def relink(vmlinux, seed):
-    """(path of vmlinux.fgk, layout JSON) from `fgk relink` and `fgk layout`;
-    remembered for the gdb session while vmlinux and the result are unchanged."""
-    st = os.stat(vmlinux)
-    key = (os.path.realpath(vmlinux), st.st_mtime_ns, st.st_size, seed)
+def relink(vm, seed):
+    """(path of vmlinux.fgk, libfgk.Layout), in this process through libfgk:
+    the layout of the opened vmlinux, and vmlinux.fgk from the relink cache
+    that 'fgk relink' shares (written now if it is not there).  Remembered
+    for the gdb session while vmlinux and the result are unchanged."""
+    st = os.stat(vm.path)
+    key = (os.path.realpath(vm.path), st.st_mtime_ns, st.st_size, seed)
     hit = _relink_memo.get(key)
     if hit and os.path.isfile(hit[0]):
         return hit
-    fgk = core.find_fgk(EXT_DIR)
-    out = core.run_fgk(fgk, "relink", vmlinux, "--seed", seed).strip()
-    relinked = out.splitlines()[-1].strip() if out else ""
-    if not os.path.isfile(relinked):
-        raise FgkError(f"'fgk relink' printed no file name ({out!r})")
-    layout = json.loads(core.run_fgk(fgk, "layout", vmlinux, "--seed", seed, "--json"))
+    layout = vm.layout(seed)
+    relinked = None
+    if vm.relink_cache_path(seed):
+        try:
+            relinked, _cached = layout.relink_cached()
+        except FgkError as e:
+            if getattr(e, "code", None) != core.need_libfgk().ERR_OS:
+                raise
+            # an unwritable cache, or one of another user: not used, as
+            # 'fgk relink -o' and 'fgk crash' do
+            gdb.write(f"fgk: {e}; not caching\n")
+    if relinked is None:        # no build-id, no cache directory, or not usable
+        # a 0700 directory (mkdtemp): vmlinux.fgk is the layout
+        relinked = os.path.join(tempfile.mkdtemp(prefix="fgk-gdb-"), "vmlinux.fgk")
+        layout.relink(relinked)
     _relink_memo[key] = (relinked, layout)
     return relinked, layout
 
@@ -403,8 +426,7 @@ def current_vmlinux():
     return pf
 
 
-def attach(argv):
-    t0 = time.monotonic()
+def _attach_args(argv):
     p = _Parser(prog="fgk attach", add_help=False)
     p.add_argument("--vmlinux")
     g = p.add_mutually_exclusive_group()
@@ -412,10 +434,11 @@ def attach(argv):
     g.add_argument("--seed-file")
     p.add_argument("--offset")
     p.add_argument("--no-modules", action="store_true")
-    a = p.parse_args(argv)
+    return p.parse_args(argv)
 
-    check_connected()
-    vmlinux = a.vmlinux or current_vmlinux()
+
+def _vmlinux_path(given):
+    vmlinux = given or current_vmlinux()
     if not vmlinux:
         raise FgkError("no vmlinux: pass --vmlinux PATH or load it first with "
                        "'file PATH/vmlinux'")
@@ -423,41 +446,130 @@ def attach(argv):
     if not os.path.isfile(vmlinux):
         raise FgkError(f"no vmlinux: {vmlinux} does not exist (run 'make kernel' or "
                        "pass --vmlinux PATH)")
-    vm = elf(vmlinux)
-    fg = vm.is_fgkaslr()
-    syms = vm.symbols(["asm_exc_divide_error", "linux_banner", "fgkaslr_boot_info"])
+    return vmlinux
 
-    st = State()
-    st.vmlinux = vmlinux
-    seed = offset = None
-    if a.seed:
-        seed, st.seed_source = core.parse_seed(a.seed), "--seed"
-    elif a.seed_file:
-        rec = core.read_seed_record(a.seed_file)
-        bid = vm.build_id()
-        if rec.get("build-id") and bid and rec["build-id"] != bid:
-            raise FgkError(f"seed record {a.seed_file} is for build-id {rec['build-id']}, "
-                           f"but {vmlinux} has {bid}: pass the matching vmlinux")
-        seed, st.seed_source = rec["seed"], f"seed record {a.seed_file}"
-        if a.offset is None and "offset" in rec:
-            offset, st.offset_source = rec["offset"], f"seed record {a.seed_file}"
-    if a.offset is not None:
-        offset, st.offset_source = core.parse_offset(a.offset), "--offset"
 
-    # is the kernel up (its IDT set)?  Early boot (-S) has IDT base 0.
+def _kernel_up(syms, offset):
+    """(registers or None, is the kernel up: its IDT set?).  Early boot
+    (-S) has IDT base 0; without the monitor, linux_banner must be readable
+    at the given offset."""
     try:
         regs = monitor_registers()
-        kernel_up = regs["IDT"][0] >= core.KERNEL_HALF
+        return regs, regs["IDT"][0] >= core.KERNEL_HALF
     except FgkError:
         if offset is None:
             raise
-        regs, kernel_up = None, None
-    if kernel_up is None:
-        kernel_up = read_guest(syms["linux_banner"].value + offset, 1) is not None \
-            if "linux_banner" in syms else False
+    up = "linux_banner" in syms and \
+        read_guest(syms["linux_banner"].addr + offset, 1) is not None
+    return None, up
 
-    early = False
-    if not kernel_up:
+
+def _check_image(st, vm, syms, offset, early):
+    """The build-id note and linux_banner of vm must be in guest memory at
+    link address + offset (not checkable before the kernel runs)."""
+    if early:
+        say("the guest has not started the kernel yet: build-id, offset and seed NOT "
+            "verified (loading as told)")
+        st.verified = "not verified (early boot)"
+        return
+    msg = check_build_id(vm, offset, st.offset_source is not None
+                         and "IDT" not in st.offset_source)
+    if "linux_banner" in syms:
+        check_banner(vm, syms["linux_banner"], offset)
+        msg += ", linux_banner found"
+    st.offset_source += f" ({msg})"
+
+
+def _load_link_order(st, vmlinux, offset, why):
+    st.shuffled = False
+    load_symbols(vmlinux, offset)
+    st.loaded = vmlinux
+    say(why)
+
+
+def _guest_seed(st, vm, syms, offset):
+    """The seed from the guest's fgkaslr_boot_info, or None (and vmlinux
+    loaded as it is) when the guest did not shuffle."""
+    if "fgkaslr_boot_info" not in syms:
+        raise FgkError(f"seed unreadable: {vm.path} has no fgkaslr_boot_info: "
+                       "pass --seed")
+    bi = read_boot_info(vm, syms["fgkaslr_boot_info"], offset)
+    if not bi.valid:
+        raise FgkError("seed unreadable: the decompressor has not run yet (early "
+                       "boot?): pass --seed (fgkaslr_boot_info.magic is "
+                       f"{bi.magic:#x}, not {core.FGKASLR_BOOT_MAGIC:#x})")
+    if bi.shuffled:
+        st.seed_source = "guest fgkaslr_boot_info"
+        return bi.seed
+    _load_link_order(st, vm.path, offset,
+                     f"the guest did not shuffle (flags: {bi.flag_names()}): its layout "
+                     f"is link order; loaded {vm.path} at offset {offset:#x}")
+    return None
+
+
+def _load_shuffled(st, vm, seed, offset, early):
+    """Layout, vmlinux.fgk (relinked or from the cache), checked against the
+    guest's code unless early, loaded at the offset."""
+    st.seed = seed
+    st.shuffled = True
+    t = time.monotonic()
+    relinked, layout = relink(vm, seed)
+    st.timings["relink"] = time.monotonic() - t
+    st.nsections = layout.n
+    st.layout = layout
+    st.relinked = relinked
+    if not early:
+        res = verify_seed(elf(relinked), layout, offset, seed)
+        st.verified = (f"{res.equal}/{res.total} code bytes of "
+                       f"{len(res.per_section)} shuffled functions match")
+    t = time.monotonic()
+    load_symbols(relinked, offset)
+    st.timings["symbol-file"] = time.monotonic() - t
+    st.loaded = relinked
+    say(f"seed {seed} ({st.seed_source}); {st.verified}")
+    say(f"loaded {relinked} at offset {offset:#x} ({st.nsections} shuffled sections)")
+
+
+def _after_load(st, no_modules, early):
+    """Sources, the kernel's gdb scripts, module symbols."""
+    src = add_source_dir(st.vmlinux)
+    say(f"kernel offset {st.offset:#x} from {st.offset_source}")
+    if src:
+        say(f"sources: {src}")
+    say(f"kernel gdb scripts: {load_kernel_scripts(st.vmlinux)}")
+    if no_modules:
+        return
+    if not early:
+        n = load_all_modules(st.vmlinux)
+        armed = arm_module_breakpoint()
+        say(f"modules: {n} loaded" + (", later ones on do_init_module" if armed else ""))
+    else:
+        armed = arm_module_breakpoint()
+        say("modules: none yet" + (", loaded on do_init_module" if armed else ""))
+
+
+def attach(argv):
+    t0 = time.monotonic()
+    a = _attach_args(argv)
+    # the seed and offset arguments are checked before anything else
+    seed, seed_source, offset, offset_source = core.seed_from_args(a.seed, a.seed_file)
+    if a.offset is not None:
+        offset, offset_source = core.parse_offset(a.offset), "--offset"
+
+    check_connected()
+    vmlinux = _vmlinux_path(a.vmlinux)
+    vm = elf(vmlinux)                   # opened once: everything below uses vm
+    fg = vm.kind != "plain"
+    syms = vm.symbols(["asm_exc_divide_error", "linux_banner", "fgkaslr_boot_info"])
+    if a.seed_file:                     # the record's build-id against this vmlinux
+        core.seed_from_args(None, a.seed_file, vm.build_id)
+    st = State()
+    st.vmlinux = vmlinux
+    st.seed_source, st.offset_source = seed_source, offset_source
+
+    regs, kernel_up = _kernel_up(syms, offset)
+    early = not kernel_up
+    if early:
         if offset is None:
             rip = regs.get("RIP", 0) if regs else 0
             raise FgkError(f"the guest is not running the kernel yet (RIP {rip:#x}, no "
@@ -466,8 +578,6 @@ def attach(argv):
         if fg and seed is None:
             raise FgkError("seed unreadable: the kernel has not started yet (early boot): "
                            "pass --seed (the fgkaslr_seed= of the boot)")
-        early = True
-
     if offset is None:
         if "asm_exc_divide_error" not in syms:
             raise FgkError(f"{vmlinux} has no asm_exc_divide_error symbol: not an x86_64 "
@@ -475,78 +585,20 @@ def attach(argv):
         offset = kernel_offset_from_guest(regs, syms["asm_exc_divide_error"])
         st.offset_source = "IDT gate 0 -> asm_exc_divide_error"
     st.offset = offset
+    _check_image(st, vm, syms, offset, early)
 
-    if early:
-        say("the guest has not started the kernel yet: build-id, offset and seed NOT "
-            "verified (loading as told)")
-        st.verified = "not verified (early boot)"
-    else:
-        msg = check_build_id(vm, offset, st.offset_source is not None
-                             and "IDT" not in st.offset_source)
-        if "linux_banner" in syms:
-            check_banner(vm, syms["linux_banner"], offset)
-            msg += ", linux_banner found"
-        st.offset_source += f" ({msg})"
-
-    # the seed
     if not fg:
-        st.shuffled = False
-        load_symbols(vmlinux, offset)
-        st.loaded = vmlinux
-        say(f"{vmlinux} is not an FG-KASLR build (no .text.* sections): loaded it at "
-            f"offset {offset:#x}")
+        _load_link_order(st, vmlinux, offset,
+                         f"{vmlinux} is not an FG-KASLR build (no .text.* sections): "
+                         f"loaded it at offset {offset:#x}")
     else:
         if seed is None:
-            if "fgkaslr_boot_info" not in syms:
-                raise FgkError(f"seed unreadable: {vmlinux} has no fgkaslr_boot_info: "
-                               "pass --seed")
-            bi = read_boot_info(vm, syms["fgkaslr_boot_info"], offset)
-            if not bi.valid:
-                raise FgkError("seed unreadable: the decompressor has not run yet (early "
-                               "boot?): pass --seed (fgkaslr_boot_info.magic is "
-                               f"{bi.magic:#x}, not {core.FGKASLR_BOOT_MAGIC:#x})")
-            if bi.shuffled:
-                seed, st.seed_source = bi.seed, "guest fgkaslr_boot_info"
-            else:
-                st.shuffled = False
-                load_symbols(vmlinux, offset)
-                st.loaded = vmlinux
-                say(f"the guest did not shuffle (flags: {bi.flag_names()}): its layout is "
-                    f"link order; loaded {vmlinux} at offset {offset:#x}")
+            seed = _guest_seed(st, vm, syms, offset)
         if seed is not None:
-            st.seed = seed
-            st.shuffled = True
-            t = time.monotonic()
-            relinked, layout = relink(vmlinux, seed)
-            st.timings["relink"] = time.monotonic() - t
-            st.nsections = len(layout["sections"])
-            st.layout = layout["sections"]
-            st.relinked = relinked
-            if not early:
-                res = verify_seed(elf(relinked), layout["sections"], offset, seed)
-                st.verified = (f"{res.equal}/{res.total} code bytes of "
-                               f"{len(res.per_section)} shuffled functions match")
-            t = time.monotonic()
-            load_symbols(relinked, offset)
-            st.timings["symbol-file"] = time.monotonic() - t
-            st.loaded = relinked
-            say(f"seed {seed} ({st.seed_source}); {st.verified}")
-            say(f"loaded {relinked} at offset {offset:#x} ({st.nsections} shuffled "
-                "sections)")
+            _load_shuffled(st, vm, seed, offset, early)
 
     STATE.__dict__.update(st.__dict__)
-    src = add_source_dir(vmlinux)
-    say(f"kernel offset {offset:#x} from {st.offset_source}")
-    if src:
-        say(f"sources: {src}")
-    say(f"kernel gdb scripts: {load_kernel_scripts(vmlinux)}")
-    if not a.no_modules and not early:
-        n = load_all_modules(vmlinux)
-        armed = arm_module_breakpoint()
-        say(f"modules: {n} loaded" + (", later ones on do_init_module" if armed else ""))
-    elif not a.no_modules:
-        armed = arm_module_breakpoint()
-        say("modules: none yet" + (", loaded on do_init_module" if armed else ""))
+    _after_load(STATE, a.no_modules, early)
     STATE.timings["total"] = time.monotonic() - t0
 
 
@@ -565,7 +617,7 @@ class FgkPrefix(gdb.Command):
 
 fgk attach   load the shuffled kernel's symbols for the connected guest
 fgk info     what fgk attach found: files, seed, offset, counts
-fgk addr     translate addresses and symbols (runs 'fgk addr')
+fgk addr     translate addresses and symbols (as 'fgk addr')
 fgk modules  reload the symbols of loaded modules
 
 See docs/fgk-gdb.md in the fgk repository."""
@@ -586,9 +638,10 @@ With the guest stopped (target remote to QEMU's gdbstub):
     linux_banner in guest memory; --offset BASE overrides it;
  2. the seed comes from the kernel's fgkaslr_boot_info; --seed or
     --seed-file override it;
- 3. 'fgk relink' writes (or reuses from its cache) vmlinux.fgk, the vmlinux
-    relinked in the guest's order; it is checked against the guest's code
-    (32 shuffled functions) and loaded with 'symbol-file -o OFFSET';
+ 3. libfgk computes the layout and writes vmlinux.fgk, the vmlinux relinked
+    in the guest's order, in this gdb (or reuses it from the relink cache it
+    shares with 'fgk relink'); it is checked against the guest's code (32
+    shuffled functions) and loaded with 'symbol-file -o OFFSET';
  4. every loaded module's .ko is loaded with all its section addresses, and
     a breakpoint on do_init_module loads modules inserted later.
 The vmlinux is --vmlinux or the file gdb has loaded.  Before the kernel has
@@ -646,22 +699,30 @@ def addr_cmd(argv):
         raise FgkError("usage: fgk addr ADDR|SYMBOL[+OFF]...")
     if not s.seed:
         raise FgkError("the guest's layout is link order (no seed): use 'info symbol'")
-    fgk = core.find_fgk(EXT_DIR)
-    try:
-        out = core.run_fgk(fgk, "addr", s.vmlinux, "--seed", s.seed,
-                           "--offset", f"{s.offset:#x}", *argv)
-    except FgkError as e:
-        raise FgkError(str(e)) from None
-    gdb.write(out)
+    layout = s.layout or elf(s.vmlinux).layout(s.seed)
+    # libfgk's fgk_addr_translate, as `fgk addr`: the same lines; an item
+    # that cannot be translated is an error, the others are still shown
+    errors = []
+    for item in argv:
+        try:
+            a = layout.addr(item, s.offset)
+        except FgkError as e:
+            errors.append(str(e))
+            continue
+        if a is not None:
+            gdb.write(a.line + "\n")
+    if errors:
+        raise FgkError("; ".join(errors))
 
 
 class FgkAddr(gdb.Command):
     """Translate runtime addresses and symbols of the attached kernel.
 
 Usage: fgk addr ADDR|SYMBOL[+OFF]...
-Runs 'fgk addr VMLINUX --seed SEED --offset OFFSET ARGS' with the seed and
-offset of the last 'fgk attach'.  Output columns: item, runtime address,
-link address, symbol+offset/size, shuffled section ('-' if not moved)."""
+What 'fgk addr VMLINUX --seed SEED --offset OFFSET ARGS' prints, with the
+seed and offset of the last 'fgk attach' (libfgk, in this gdb).  Output
+columns: item, runtime address, link address, symbol+offset/size, shuffled
+section ('-' if not moved)."""
 
     def __init__(self):
         super().__init__("fgk addr", gdb.COMMAND_USER, gdb.COMPLETE_SYMBOL)
@@ -714,7 +775,7 @@ offset).  E.g. p/x $fgk_runtime(0xffffffff8155a250)"""
 
     def invoke(self, link):
         try:
-            return _ulong(STATE.address_map().runtime(int(link) & 0xFFFFFFFFFFFFFFFF))
+            return _ulong(STATE.runtime(int(link) & 0xFFFFFFFFFFFFFFFF))
         except FgkError as e:
             raise gdb.GdbError(f"$fgk_runtime: {e}") from None
 
@@ -729,7 +790,7 @@ E.g. p/x $fgk_link($pc)"""
 
     def invoke(self, addr):
         try:
-            return _ulong(STATE.address_map().link(int(addr) & 0xFFFFFFFFFFFFFFFF))
+            return _ulong(STATE.link(int(addr) & 0xFFFFFFFFFFFFFFFF))
         except FgkError as e:
             raise gdb.GdbError(f"$fgk_link: {e}") from None
 

@@ -1,163 +1,22 @@
 """Unit tests for fgk-gdb/fgkgdb/core.py (no gdb, no guest).
 
-ELF fixtures are compiled with gcc at test time; expected values come from
-readelf/nm, not from the code under test.  IDT gate vectors are written
-out by hand from the Intel SDM gate layout (Vol. 3A, figure 6-8).
+IDT gate vectors are written out by hand from the Intel SDM gate layout
+(Vol. 3A, figure 6-8).  ELF reading is libfgk's (python/tests/); seeds and
+seed records are libfgk's too, and tests/test_seed_corpus.py feeds one
+corpus to every entry point, fgk-gdb's included.  Imports as everywhere:
+tests/pytest.ini puts python/, fgk-gdb/ and qemu-profiles/ on sys.path.
 """
+import errno
 import re
-import shutil
-import struct
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import libfgk
+from fgkgdb import core
+from fgkgdb.core import FgkError
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from fgkgdb import core  # noqa: E402
-from fgkgdb.core import FgkError  # noqa: E402
-
-FIXTURE_C = r"""
-const char linux_banner[] = "Linux version 6.1.0-fgk-test (fixture)\n";
-int counter = 5;
-unsigned char fgkaslr_boot_info[88] = { 0x21, 0x46, 0x47, 0x4b, 1 };
-int alpha(int x) { return x + counter; }
-int beta(int x) { return alpha(x) * 3; }
-static int gamma_(int x) { return beta(x) - 1; }
-int asm_exc_divide_error(int x) { return gamma_(x); }
-void _start(void) { for (;;) asm_exc_divide_error(1); }
-"""
-
-
-def readelf(*args):
-    return subprocess.run(["readelf", *args], capture_output=True, text=True,
-                          check=True).stdout
-
-
-@pytest.fixture(scope="module")
-def fixture_elf(tmp_path_factory):
-    if not shutil.which("gcc"):
-        pytest.skip("gcc not installed")
-    d = tmp_path_factory.mktemp("elf")
-    (d / "f.c").write_text(FIXTURE_C)
-    out = d / "f.elf"
-    subprocess.run(["gcc", "-O1", "-ffunction-sections", "-fdata-sections", "-nostdlib",
-                    "-static", "-fno-pie", "-no-pie", "-Wl,--build-id=sha1",
-                    "-o", str(out), str(d / "f.c")], check=True)
-    return out
-
-
-@pytest.fixture(scope="module")
-def fixture_obj(tmp_path_factory):
-    """A relocatable object: keeps its .text.* sections separate."""
-    if not shutil.which("gcc"):
-        pytest.skip("gcc not installed")
-    d = tmp_path_factory.mktemp("obj")
-    (d / "f.c").write_text(FIXTURE_C)
-    out = d / "f.o"
-    subprocess.run(["gcc", "-O1", "-ffunction-sections", "-c", "-o", str(out),
-                    str(d / "f.c")], check=True)
-    return out
-
-
-def nm_symbols(path):
-    out = subprocess.run(["nm", "-S", str(path)], capture_output=True, text=True,
-                         check=True).stdout
-    syms = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 4:
-            syms[f[3]] = (int(f[0], 16), int(f[1], 16))
-    return syms
-
-
-# --------------------------------------------------------------------------
-# ELF reader
-
-def test_elf_sections_match_readelf(fixture_elf):
-    e = core.Elf(fixture_elf)
-    ref = {}
-    for line in readelf("-SW", str(fixture_elf)).splitlines():
-        m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+([0-9a-f]+)",
-                     line)
-        if m and m.group(2) != "NULL":
-            ref[m.group(2)] = (int(m.group(1)), int(m.group(4), 16), int(m.group(5), 16),
-                               int(m.group(6), 16))
-    assert ref
-    for name, (idx, addr, off, size) in ref.items():
-        s = e.section(name)
-        assert s is not None, name
-        assert (s.index, s.addr, s.offset, s.size) == (idx, addr, off, size), name
-
-
-def test_elf_symbols_match_nm(fixture_elf):
-    e = core.Elf(fixture_elf)
-    ref = nm_symbols(fixture_elf)
-    names = ["linux_banner", "alpha", "beta", "asm_exc_divide_error", "counter",
-             "fgkaslr_boot_info"]
-    got = e.symbols(names + ["no_such_symbol"])
-    assert "no_such_symbol" not in got
-    for n in names:
-        assert (got[n].value, got[n].size) == ref[n], n
-    # lookups are cached and stable
-    assert e.symbol("alpha").value == ref["alpha"][0]
-
-
-def test_elf_read_addr_and_build_id(fixture_elf):
-    e = core.Elf(fixture_elf)
-    b = e.symbol("linux_banner")
-    assert e.read_addr(b.value, b.size) == b"Linux version 6.1.0-fgk-test (fixture)\n\0"
-    m = re.search(r"Build ID: ([0-9a-f]+)", readelf("-n", str(fixture_elf)))
-    assert e.build_id() == m.group(1)
-    bi = e.symbol("fgkaslr_boot_info")
-    info = core.decode_boot_info(e.read_addr(bi.value, 88))
-    assert info.valid and info.shuffled and info.seed == "00" * 32
-    with pytest.raises(FgkError, match="no section holds"):
-        e.read_addr(0x10, 4)
-
-
-def test_elf_randomized_sections(fixture_obj, fixture_elf):
-    # in a relocatable object the .text.* sections have SHF_ALLOC|EXECINSTR
-    o = core.Elf(fixture_obj)
-    names = sorted(s.name for s in o.randomized_sections())
-    assert ".text.alpha" in names and ".text.beta" in names
-    assert o.is_fgkaslr()
-    # the linked executable merged them into .text: nothing to shuffle
-    assert not core.Elf(fixture_elf).is_fgkaslr()
-
-
-def test_elf_errors(tmp_path):
-    with pytest.raises(FgkError, match="cannot open"):
-        core.Elf(tmp_path / "missing")
-    (tmp_path / "t").write_text("hello, not an ELF file" * 4)
-    with pytest.raises(FgkError, match="not an ELF"):
-        core.Elf(tmp_path / "t")
-    (tmp_path / "e32").write_bytes(b"\x7fELF\x01\x01" + b"\0" * 60)
-    with pytest.raises(FgkError, match="64-bit little-endian"):
-        core.Elf(tmp_path / "e32")
-
-
-def test_elf_extended_section_numbering(tmp_path):
-    """An object with more than 0xff00 sections (e_shnum = 0, the count in
-    section 0's sh_size; e_shstrndx = SHN_XINDEX) as vmlinux has."""
-    if not shutil.which("gcc"):
-        pytest.skip("gcc not installed")
-    n = 65300
-    src = "".join(f'.section .text.f{i},"ax",@progbits\nf{i}: ret\n' for i in range(n))
-    (tmp_path / "big.s").write_text(src)
-    obj = tmp_path / "big.o"
-    subprocess.run(["gcc", "-c", "-o", str(obj), str(tmp_path / "big.s")], check=True)
-    hdr = obj.read_bytes()[:64]
-    shnum, shstrndx = struct.unpack_from("<HH", hdr, 0x3C)
-    assert shnum == 0 and shstrndx == 0xFFFF           # really extended
-    e = core.Elf(obj)
-    assert e.section(".text.f65299") is not None
-    assert len(e.randomized_sections()) == n
-    sec = e.section(".text.f12345")
-    assert e.section_data(sec)[:1] != b""
-
 
 # --------------------------------------------------------------------------
 # IDT gate decoding (Intel SDM Vol. 3A, 6.14.1, figure 6-8):
@@ -261,15 +120,16 @@ SEED = bytes(range(32)).hex()
 
 
 @pytest.mark.parametrize("text", [
-    SEED, SEED.upper(), f"fgkaslr_seed={SEED}", f"{SEED}\n", f"  {SEED}  ", f"0x{SEED}"])
+    SEED, SEED.upper(), f"fgkaslr_seed={SEED}", f"{SEED}\n", f"  {SEED}  "])
 def test_parse_seed_ok(text):
     assert core.parse_seed(text) == SEED
 
 
+# a 0x prefix is refused: docs/layout-spec.md section 2 ("no 0x")
 @pytest.mark.parametrize("text", ["", "12", SEED[:-1], SEED + "0", SEED[:-1] + "g",
-                                  f"fgkaslr_seed={SEED} x"])
+                                  f"fgkaslr_seed={SEED} x", f"0x{SEED}"])
 def test_parse_seed_bad(text):
-    with pytest.raises(FgkError, match="64 hex digits"):
+    with pytest.raises(FgkError, match="want exactly 64"):
         core.parse_seed(text)
 
 
@@ -278,24 +138,40 @@ def test_parse_seed_disabled():
         core.parse_seed("disabled\n")
 
 
-def test_seed_record(tmp_path):
+def test_seed_from_args(tmp_path):
     p = tmp_path / "r.seed"
     p.write_text(f"# a record\nseed: {SEED.upper()}\nbuild-id: ABCD\n"
                  "release: 6.1.192\noffset: 0x1e000000\nnote: x\n")
-    rec = core.read_seed_record(p)
-    assert rec["seed"] == SEED and rec["build-id"] == "abcd"
-    assert rec["offset"] == 0x1e000000
+    assert core.seed_from_args(seed_file=p) == (
+        SEED, f"seed record {p}", 0x1e000000, f"seed record {p}")
+    assert core.seed_from_args(seed_file=p, build_id="abcd")[0] == SEED
+    with pytest.raises(FgkError, match=f"seed record {p} is for build-id abcd, but "
+                       "the vmlinux has 1234"):
+        core.seed_from_args(seed_file=p, build_id="1234")
+    assert core.seed_from_args(seed=f"fgkaslr_seed={SEED}") == (SEED, "--seed", None, None)
+    assert core.seed_from_args() == (None, None, None, None)
     p.write_text(f"seed: {SEED}\nsede: x\n")
     with pytest.raises(FgkError, match="unknown key 'sede'"):
-        core.read_seed_record(p)
+        core.seed_from_args(seed_file=p)
     p.write_text(f"seed: {SEED}\nseed: {SEED}\n")
     with pytest.raises(FgkError, match="duplicate"):
-        core.read_seed_record(p)
+        core.seed_from_args(seed_file=p)
     p.write_text("build-id: abcd\n")
     with pytest.raises(FgkError, match="no 'seed:'"):
-        core.read_seed_record(p)
-    with pytest.raises(FgkError, match="seed unreadable"):
-        core.read_seed_record(tmp_path / "missing")
+        core.seed_from_args(seed_file=p)
+    # decimal offsets are refused (docs/seed-records.md)
+    p.write_text(f"seed: {SEED}\noffset: 16777216\n")
+    with pytest.raises(FgkError, match="offset must be 0x-prefixed hex"):
+        core.seed_from_args(seed_file=p)
+    with pytest.raises(FgkError) as e:
+        core.seed_from_args(seed_file=tmp_path / "missing")
+    assert e.value.path == str(tmp_path / "missing")
+    assert (e.value.code, e.value.errnum) == (libfgk.ERR_OS, errno.ENOENT)
+
+
+def test_errors_are_libfgk_errors():
+    """One exception type: fgk-gdb's FgkError is the binding's."""
+    assert FgkError is libfgk.FgkError
 
 
 def test_parse_offset():
@@ -342,66 +218,58 @@ def test_boot_info_layout_matches_kernel_header():
         pytest.skip("include/linux/fgkaslr.h has no struct fgkaslr_boot_info")
     fields = re.findall(r"^\s*(u8|u32|u64)\s+(\w+)(\[\w+\])?;", m.group(1), re.M)
     sizes = {"u8": 1, "u32": 4, "u64": 8}
-    total = sum(sizes[t] * (32 if arr else 1) for t, _, arr in fields)
     assert [f[1] for f in fields][:2] == ["magic", "flags"]
-    assert fields[-1][1] == "seed"
+    # fgk-gdb decodes the stable prefix up to the seed; later series
+    # versions only append scalar fields (v4: mcount_cycles, v5:
+    # entropy_bits and entropy_src)
+    names = [f[1] for f in fields]
+    assert "seed" in names
+    prefix = fields[:names.index("seed") + 1]
+    total = sum(sizes[t] * (32 if arr else 1) for t, _, arr in prefix)
     assert total == core.BOOT_INFO_SIZE
-
-
-# --------------------------------------------------------------------------
-# fgk CLI discovery and running
-
-def test_find_fgk(tmp_path):
-    exe = tmp_path / "fgk"
-    exe.write_text("#!/bin/sh\necho hi\n")
-    exe.chmod(0o755)
-    ext = tmp_path / "repo" / "fgk-gdb"
-    ext.mkdir(parents=True)
-    nowhere = lambda name: None  # noqa: E731
-    assert core.find_fgk(ext, {"FGK": str(exe)}, nowhere) == str(exe)
-    with pytest.raises(FgkError, match="make tools"):
-        core.find_fgk(ext, {}, nowhere)
-    with pytest.raises(FgkError, match=r"\$FGK=/nope"):
-        core.find_fgk(ext, {"FGK": "/nope"}, nowhere)
-    built = tmp_path / "repo" / "build" / "bin"
-    built.mkdir(parents=True)
-    (built / "fgk").write_text("#!/bin/sh\n")
-    (built / "fgk").chmod(0o755)
-    assert core.find_fgk(ext, {}, nowhere) == str(built / "fgk")
-    (built / "fgk").unlink()
-    assert core.find_fgk(ext, {}, lambda n: "/usr/bin/fgk") == "/usr/bin/fgk"
-
-
-def test_run_fgk(tmp_path):
-    exe = tmp_path / "fgk"
-    exe.write_text("#!/bin/sh\nif [ \"$1\" = ok ]; then echo \"out $2\"; exit 0; fi\n"
-                   "echo 'fgk: vmlinux: something is wrong' >&2; exit 1\n")
-    exe.chmod(0o755)
-    assert core.run_fgk(str(exe), "ok", "x") == "out x\n"
-    with pytest.raises(FgkError, match="something is wrong"):
-        core.run_fgk(str(exe), "bad")
-    with pytest.raises(FgkError, match="make tools"):
-        core.run_fgk(str(tmp_path / "missing"), "ok")
+    rest = fields[len(prefix):]
+    assert all(not arr for _, _, arr in rest)
+    assert [n for _, n, _ in rest][:1] == ["mcount_cycles"]
 
 
 # --------------------------------------------------------------------------
 # verification
 
 def _sec(i, link, new, size=0x40):
-    return {"index": i, "name": f".text.f{i}", "link": f"{link:#018x}",
-            "new": f"{new:#018x}", "size": f"{size:#x}", "align": 16}
+    return libfgk.Section(i, f".text.f{i}", link, size, 16, new)
 
 
 def test_pick_sections():
+    # link order 0..99; the new order reverses it: index i at 0x9000 - i*0x40
     secs = [_sec(i, 0x1000 + i * 0x40, 0x9000 - i * 0x40) for i in range(100)]
     secs.append(_sec(200, 0x5000, 0x5000))            # did not move
     secs.append(_sec(201, 0x6000, 0x7000, size=4))    # too small
     picked = core.pick_sections(secs, 32)
     assert len(picked) == 32
-    assert len({p["name"] for p in picked}) == 32
-    assert all(p["index"] < 100 for p in picked)
-    assert picked[0]["index"] == 0 and picked[-1]["index"] > 90
+    assert len({p.name for p in picked}) == 32
+    assert all(p.index < 100 for p in picked)
+    # 4 runs of 8 neighbours in new-address order, at quarter points
+    news = [p.new_addr for p in picked]
+    assert news == sorted(news)
+    runs = [news[i:i + 8] for i in range(0, 32, 8)]
+    assert all(r[-1] - r[0] == 7 * 0x40 for r in runs)
+    assert [r[0] for r in runs] == [0x9000 - i * 0x40 for i in (99, 74, 49, 24)]
     assert len(core.pick_sections(secs[:5], 32)) == 5
+
+
+def test_read_plan():
+    secs = [_sec(0, 0x1000, 0x9000, 0x10), _sec(1, 0x2000, 0x9010, 0x100),
+            _sec(2, 0x3000, 0x9110, 0x40), _sec(3, 0x4000, 0xa000, 0x40),
+            _sec(4, 0x5000, 0x20000, 0x8)]
+    plan = core.read_plan(secs, 32, max_span=0x1000)
+    assert [(hex(a), hex(n), [s.index for s in g]) for a, n, g in plan] == [
+        ("0x9000", "0x130", [0, 1, 2]),      # up to 0x9110 + 32
+        ("0xa000", "0x20", [3]),             # 0xa020 - 0x9000 > 0x1000
+        ("0x20000", "0x8", [4])]
+    # every pick's first bytes lie inside its read
+    for start, n, group in plan:
+        for s in group:
+            assert start <= s.new_addr and s.new_addr + min(s.size, 32) <= start + n
 
 
 def test_match_bytes():
@@ -453,26 +321,10 @@ def test_add_symbol_file_command():
     assert cmd == 'add-symbol-file "/m/x y.ko" -s .text.a 0x10'
 
 
-# --------------------------------------------------------------------------
-# address translation
-
-def test_address_map():
-    # three sections: A 0x1000+0x40 -> 0x1100, B 0x1040+0x20 -> 0x1000,
-    # C 0x1060+0x10 -> 0x1060 (did not move); region [0x1000, 0x1140)
-    secs = [_sec(0, 0x1000, 0x1100, 0x40), _sec(1, 0x1040, 0x1000, 0x20),
-            _sec(2, 0x1060, 0x1060, 0x10)]
-    m = core.AddressMap(secs, offset=0x200000)
-    assert m.runtime(0x1000) == 0x201100
-    assert m.runtime(0x103f) == 0x20113f
-    assert m.runtime(0x1045) == 0x201005
-    assert m.runtime(0x1065) == 0x201065
-    assert m.runtime(0x5000) == 0x205000          # outside: only the offset
-    assert m.link(0x201100) == 0x1000
-    assert m.link(0x20113f) == 0x103f
-    assert m.link(0x201005) == 0x1045
-    assert m.link(0x205000) == 0x5000
-    with pytest.raises(FgkError, match="padding"):
-        m.link(0x201020)                            # new [0x1020, 0x1060) is a hole
-    for a in range(0x1000, 0x1070):
-        assert m.link(m.runtime(a)) == a
-    assert core.AddressMap([], 0x400000).runtime(0x10) == 0x400010
+def test_patch_free_start_skips_the_ftrace_site():
+    call = bytes.fromhex("e8 00 00 00 00")
+    assert core.patch_free_start(call + b"\x55\x48") == 5
+    assert core.patch_free_start(core.ENDBR64 + call + b"\x55") == 9
+    assert core.patch_free_start(b"\x55\x48\x89\xe5" + call) == 0
+    assert core.patch_free_start(core.ENDBR64 + b"\x55") == 0
+    assert core.patch_free_start(b"") == 0

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* fgk addr: runtime address <-> link address / symbol+offset. */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,109 +24,18 @@ static const char help[] =
 "between shuffled functions, unknown symbol) gets a one-line error on stderr\n"
 "and the exit status is 1; the other items are still translated.\n";
 
-static bool is_address(const char *s, uint64_t *v)
-{
-	size_t len = strlen(s);
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		return cli_parse_hex(s, v);
-	if (len != 16)
-		return false;
-	return cli_parse_hex(s, v);
-}
-
-static void print_line(struct cli_target *t, const struct fgk_layout *l,
-		       const char *item, uint64_t runtime, uint64_t link,
-		       const struct fgk_symbol *sym)
-{
-	const struct fgk_section *sec = fgk_layout_section_at(l, link);
-
-	(void)t;
-	printf("%s\t0x%016llx\t0x%016llx\t", item, (unsigned long long)runtime,
-	       (unsigned long long)link);
-	if (sym)
-		printf("%s+0x%llx/0x%llx", sym->name,
-		       (unsigned long long)(link - sym->addr),
-		       (unsigned long long)sym->size);
-	else
-		putchar('-');
-	printf("\t%s\n", sec ? sec->name : "-");
-}
-
+/* One item: its line on stdout, or a one-line error (returns 1). */
 static int one(struct cli_target *t, const struct fgk_layout *l,
-	       const char *raw)
+	       const char *item)
 {
-	char item[1024], *p, *plus, *slash;
-	uint64_t v, link, off = 0;
-	struct fgk_symbol sym;
-	struct fgk_error *err;
-	size_t len;
+	struct fgk_addr a;
+	struct fgk_error *err = fgk_addr_translate(t->vm, l, t->offset, item, &a);
 
-	while (isspace((unsigned char)*raw))
-		raw++;
-	len = strlen(raw);
-	while (len && isspace((unsigned char)raw[len - 1]))
-		len--;
-	if (len >= sizeof(item))
-		return cli_errorf("%.40s...: item too long", raw);
-	memcpy(item, raw, len);
-	item[len] = '\0';
-	p = item;
-	if (!strncmp(p, "[<", 2) && len > 4 && !strcmp(p + len - 2, ">]")) {
-		p += 2;
-		p[strlen(p) - 2] = '\0';
-	}
-	if (!*p)
-		return 0;
-	if (is_address(p, &v)) {
-		uint64_t newaddr;
-
-		if (v < t->offset)
-			return cli_errorf("%s: address outside the kernel image (below the base offset 0x%llx)",
-					  p, (unsigned long long)t->offset);
-		newaddr = v - t->offset;
-		if (!fgk_layout_unmap(l, newaddr, &link))
-			return cli_errorf("%s: address in the int3 padding between shuffled functions (no function there with this seed)",
-					  p);
-		if (!fgk_vmlinux_contains(t->vm, link))
-			return cli_errorf("%s: address outside the kernel image %s (base offset 0x%llx)",
-					  p, fgk_vmlinux_path(t->vm),
-					  (unsigned long long)t->offset);
-		err = fgk_symbol_at(t->vm, link, &sym);
-		if (err) {
-			fgk_error_free(err);
-			print_line(t, l, p, v, link, NULL);
-		} else {
-			print_line(t, l, p, v, link, &sym);
-		}
-		return 0;
-	}
-	slash = strchr(p, '/');
-	if (slash)
-		*slash = '\0';	/* sym+off/size: size ignored */
-	plus = strchr(p, '+');
-	if (plus) {
-		*plus = '\0';
-		if (!cli_parse_hex(plus + 1, &off))
-			return cli_errorf("%s+%s: bad offset (hex expected)", p, plus + 1);
-	}
-	err = fgk_symbol_lookup(t->vm, p, &sym);
-	if (err) {
-		fgk_error_free(err);
-		return cli_errorf("%s: no such symbol in %s", p,
-				  fgk_vmlinux_path(t->vm));
-	}
-	link = sym.addr + off;
-	{
-		char shown[1100];
-
-		if (plus)
-			snprintf(shown, sizeof(shown), "%s+0x%llx", p, (unsigned long long)off);
-		else
-			snprintf(shown, sizeof(shown), "%s", p);
-		v = sym.absolute ? link : fgk_layout_map(l, link) + t->offset;
-		print_line(t, l, shown, v, link, &sym);
-	}
+	if (err)
+		return cli_fail(err);
+	if (a.line)
+		puts(a.line);
+	fgk_addr_clear(&a);
 	return 0;
 }
 
@@ -174,15 +82,38 @@ static int run(int argc, char **argv)
 			if (one(&t, l, argv[i]))
 				status = 1;
 	} else {
-		char *line = NULL;
-		size_t cap = 0;
+		/* one item per line, streamed; lines are bounded, NUL is binary */
+		char line[1100];
+		size_t n = 0;
+		bool overlong = false;
+		int c;
 
-		while (getline(&line, &cap, stdin) > 0) {
-			if (one(&t, l, line))
+		while ((c = getchar()) != EOF) {
+			if (c == '\0') {
+				status = cli_errorf("stdin: binary data (a NUL byte), not addresses or symbols");
+				break;
+			}
+			if (c != '\n') {
+				if (n < sizeof(line) - 1)
+					line[n++] = (char)c;
+				else
+					overlong = true;
+				continue;
+			}
+			line[n] = '\0';
+			if (overlong ? cli_errorf("stdin: %.40s...: item too long", line)
+				     : one(&t, l, line))
 				status = 1;
 			fflush(stdout);
+			n = 0;
+			overlong = false;
 		}
-		free(line);
+		if (c == EOF && (n || overlong)) {
+			line[n] = '\0';
+			if (overlong ? cli_errorf("stdin: %.40s...: item too long", line)
+				     : one(&t, l, line))
+				status = 1;
+		}
 	}
 	rc = cli_finish_stdout(status);
 out:

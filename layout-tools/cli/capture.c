@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* fgk seed capture: a seed record from a dump, /proc/fgkaslr_seed text or an oops. */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -30,117 +29,10 @@ static const char help[] =
 "               the base offset comes from 'Kernel Offset:' or from a stack\n"
 "               frame of an unshuffled function.\n"
 "--offset BASE  base KASLR offset to record (overrides what the input says)\n"
-"-o FILE        write the record atomically to FILE (default: stdout)\n";
+"-o FILE        write the record atomically to FILE, mode 0600 (default:\n"
+"               stdout)\n";
 
 enum { OPT_VMCORE = 0x400, OPT_TEXT, OPT_OOPS, OPT_VMLINUX, OPT_NOTE };
-
-static char *slurp(const char *path)
-{
-	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (!f)
-		return NULL;
-	for (;;) {
-		size_t n;
-
-		if (cap - len < 65536) {
-			char *nb = realloc(buf, cap = cap * 2 + 65536);
-
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				errno = ENOMEM;
-				break;
-			}
-			buf = nb;
-		}
-		n = fread(buf + len, 1, cap - len - 1, f);
-		len += n;
-		if (n == 0) {
-			if (ferror(f)) {
-				free(buf);
-				buf = NULL;
-				errno = EIO;
-			}
-			break;
-		}
-	}
-	if (buf)
-		buf[len] = '\0';
-	if (f != stdin)
-		fclose(f);
-	return buf;
-}
-
-/* Seed words in text: 0 none, 1 one (in *seed), -1 several different. */
-static int scan_seed(const char *text, struct fgk_seed *seed, bool *disabled)
-{
-	const char *p = text;
-	int found = 0;
-
-	*disabled = false;
-	while (*p) {
-		const char *b, *e;
-		char word[128];
-		struct fgk_seed s;
-		struct fgk_error *err;
-
-		while (*p && isspace((unsigned char)*p))
-			p++;
-		b = p;
-		while (*p && !isspace((unsigned char)*p))
-			p++;
-		e = p;
-		if (e - b >= (ptrdiff_t)sizeof(word) || e == b)
-			continue;
-		memcpy(word, b, e - b);
-		word[e - b] = '\0';
-		if (!strcmp(word, "FGKASLR_SEED=disabled") ||
-		    !strcmp(word, "fgkaslr_seed=disabled")) {
-			*disabled = true;
-			continue;
-		}
-		{
-			char *w = word;
-
-			if (!strncasecmp(w, "fgkaslr_seed=", 13))
-				w += 13;
-			if (strlen(w) != FGK_SEED_HEX_LEN)
-				continue;
-			err = fgk_seed_parse(w, &s);
-		}
-		if (err) {
-			fgk_error_free(err);
-			continue;
-		}
-		if (found && memcmp(&s, seed, sizeof(s)))
-			return -1;
-		*seed = s;
-		found = 1;
-	}
-	return found;
-}
-
-/* "Kernel Offset: 0x1c000000 from 0xffffffff81000000" / "Kernel Offset: disabled" */
-static bool scan_offset(const char *text, uint64_t *off)
-{
-	const char *p = text, *last = NULL;
-
-	while ((p = strstr(p, "Kernel Offset: ")) != NULL) {
-		last = p;
-		p++;
-	}
-	if (!last)
-		return false;
-	last += strlen("Kernel Offset: ");
-	if (!strncmp(last, "disabled", 8)) {
-		*off = 0;
-		return true;
-	}
-	return sscanf(last, "%" SCNx64, off) == 1;
-}
 
 static char *scan_release(const char *text)
 {
@@ -150,7 +42,8 @@ static char *scan_release(const char *text)
 	if (!p)
 		return NULL;
 	p += strlen("Linux version ");
-	n = strcspn(p, " \t\n");
+	for (n = 0; p[n] && p[n] != ' ' && (unsigned char)p[n] >= 0x20 && p[n] != 0x7f; n++)
+		;	/* up to a space or a control character (CR of serial logs) */
 	return n ? strndup(p, n) : NULL;
 }
 
@@ -222,6 +115,12 @@ int cli_seed_capture(int argc, char **argv)
 					  offset_text);
 		rec.has_offset = true;
 	}
+	{
+		const char *inputs[] = { vmcore, textfile, vmlinux };
+
+		if (cli_check_output(output, inputs, 3))
+			return 1;
+	}
 	if (vmlinux) {
 		err = fgk_vmlinux_open(vmlinux, &vm);
 		if (err)
@@ -256,12 +155,13 @@ int cli_seed_capture(int argc, char **argv)
 		bool disabled;
 		int n;
 
-		text = slurp(textfile);
-		if (!text) {
-			rc = cli_errorf("%s: cannot read: %s", textfile, strerror(errno));
+		size_t len;
+
+		rc = cli_read_text(textfile, CLI_TEXT_MAX, &text, &len);
+		if (rc)
 			goto out;
-		}
-		n = scan_seed(text, &rec.seed, &disabled);
+		rc = 1;
+		n = fgk_seed_scan(text, len, &rec.seed, &disabled);
 		if (n < 0) {
 			rc = cli_errorf("%s: several different seeds in the text; cut it to one boot",
 					textfile);
@@ -277,7 +177,7 @@ int cli_seed_capture(int argc, char **argv)
 			goto out;
 		}
 		if (!rec.has_offset)
-			rec.has_offset = scan_offset(text, &rec.offset);
+			rec.has_offset = fgk_kernel_offset_scan(text, len, &rec.offset);
 		if (!rec.has_offset && vm) {
 			/* an unshuffled frame (func+off/size) gives the base offset */
 			struct fgk_symbolizer *s;
@@ -320,15 +220,17 @@ int cli_seed_capture(int argc, char **argv)
 		char *out;
 
 		err = fgk_seed_record_format(&rec, &out);
-		if (err)
-			goto fail;
+		if (err) {
+			rc = cli_fail_in(err, vmcore ? vmcore : textfile);
+			goto out;
+		}
 		fputs(out, stdout);
 		free(out);
 		rc = cli_finish_stdout(0);
 	}
 	goto out;
 fail:
-	rc = cli_fail(err);
+	rc = cli_fail_in(err, vmcore ? vmcore : textfile);
 out:
 	free(text);
 	free(release);

@@ -17,14 +17,30 @@ extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed, cmd_relink,
 	cmd_symbolize;
 extern const struct cli_cmd cmd_crash;	/* cli/crash.c */
 
-/* cli/relink.c: the cached vmlinux.fgk of (vm, seed), made if missing. */
+/*
+ * cli/relink.c: the cached vmlinux.fgk of (vm, seed), made if missing;
+ * without a cache, fallback_dir/<seed>.vmlinux.fgk (fallback_dir private).
+ */
 int cli_relink_cached(struct fgk_vmlinux *vm, const struct fgk_seed *seed,
-		      const char *fallback_out, char **path, bool *cached);
+		      const char *fallback_dir, char **path, bool *cached);
 /* cli/capture.c: `fgk seed capture ...` (argv[0] == "capture"). */
 int cli_seed_capture(int argc, char **argv);
 
 /* Print "fgk: <file>: <problem>" to stderr, free err, return exit status 1. */
 int cli_fail(struct fgk_error *err);
+/* The same, naming path when the error names no file. */
+int cli_fail_in(struct fgk_error *err, const char *path);
+/*
+ * -o OUT: refuse (message, returns 1) when OUT is one of the n inputs
+ * (same file) or exists and is not a regular file.  0 if fine.
+ */
+int cli_check_output(const char *out, const char *const *inputs, size_t n);
+/* The whole text file path ("-": stdin), at most max bytes; 0 or 1. */
+int cli_read_text(const char *path, size_t max, char **buf, size_t *len);
+#define CLI_TEXT_MAX ((size_t)64 << 20)	/* logs, oopses: 64 MiB */
+/* Remove libfgk's temp files on SIGINT/SIGTERM/SIGHUP, then die of it. */
+void cli_install_signal_handlers(void);
+
 /* printf-style one-line error; returns 1 (or 2 for usage errors). */
 int cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)

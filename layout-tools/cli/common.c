@@ -5,28 +5,83 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
+
+/*
+ * One line on stderr, "fgk: " first: control bytes (ESC, BEL, newlines)
+ * of names and values from hostile files are shown as \xNN, never sent to
+ * the terminal.
+ */
+static void put_line(const char *prefix, const char *msg)
+{
+	fputs(prefix, stderr);
+	for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			fprintf(stderr, "\\x%02x", *p);
+		else
+			fputc(*p, stderr);
+	}
+	fputc('\n', stderr);
+}
 
 int cli_fail(struct fgk_error *err)
 {
 	char buf[2048];
 
-	fprintf(stderr, "fgk: %s\n", fgk_error_string(err, buf, sizeof(buf)));
+	put_line("fgk: ", fgk_error_string(err, buf, sizeof(buf)));
 	fgk_error_free(err);
 	return 1;
 }
 
+int cli_fail_in(struct fgk_error *err, const char *path)
+{
+	if (err && !err->path && err != &fgk_enomem && path)
+		err->path = strdup(path);
+	return cli_fail(err);
+}
+
 int cli_errorf(const char *fmt, ...)
 {
+	char *msg = NULL;
 	va_list ap;
+	int n;
 
-	fputs("fgk: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	put_line("fgk: ", n < 0 ? "out of memory" : msg);
+	free(msg);
 	return 1;
+}
+
+int cli_check_output(const char *out, const char *const *inputs, size_t n)
+{
+	struct stat o, i;
+
+	if (!out || lstat(out, &o) < 0)
+		return 0;
+	if (S_ISLNK(o.st_mode))
+		return cli_errorf("%s: is a symbolic link: refusing to replace it (give the real path)",
+				  out);
+	for (size_t k = 0; k < n; k++) {
+		if (inputs[k] && stat(inputs[k], &i) == 0 &&
+		    i.st_dev == o.st_dev && i.st_ino == o.st_ino)
+			return cli_errorf("%s: is the input %s: refusing to overwrite it (give another -o)",
+					  out, inputs[k]);
+	}
+	if (!S_ISREG(o.st_mode))
+		return cli_errorf("%s: not a regular file: refusing to replace it (omit -o to write to stdout)",
+				  out);
+	return 0;
+}
+
+int cli_read_text(const char *path, size_t max, char **buf, size_t *len)
+{
+	struct fgk_error *err = fgk_read_file(path, max, true, buf, len);
+
+	return err ? cli_fail(err) : 0;
 }
 
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)

@@ -18,7 +18,8 @@ static const char help[] =
 "compressed, flattened or not: via libkdumpfile) for FGKASLR_SEED, BUILD-ID,\n"
 "KERNELOFFSET and OSRELEASE; check VMLINUX against the dump's build-id\n"
 "(refusing another build); relink it in the dump's function order\n"
-"(vmlinux.fgk, cached like 'fgk relink'); then run\n"
+"(vmlinux.fgk, cached like 'fgk relink'; without a usable cache in\n"
+"$TMPDIR/fgk-crash-UID/, a 0700 directory of this user); then run\n"
 "\n"
 "    crash --kaslr=0xKERNELOFFSET [-i FILE] [CRASH-ARGS] vmlinux.fgk VMCORE\n"
 "\n"
@@ -69,123 +70,6 @@ static void print_info(FILE *f, const char *dump, const struct fgk_vmcoreinfo *v
 	}
 }
 
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		return strdup(".");
-	return strndup(path, slash == path ? 1 : (size_t)(slash - path));
-}
-
-/*
- * Look for the vmlinux whose build-id is build_id.  Returns the opened
- * vmlinux or NULL; *tried collects the candidates that exist.
- */
-static struct fgk_vmlinux *find_vmlinux(const char *dump, const char *build_id,
-					const char *release, char *tried,
-					size_t tried_len)
-{
-	char *cands[12] = { 0 }, exe[PATH_MAX];
-	size_t n = 0;
-	ssize_t len;
-	char *d = dir_of(dump);
-	struct fgk_vmlinux *found = NULL;
-
-	tried[0] = '\0';
-	if (d && asprintf(&cands[n], "%s/vmlinux", d) >= 0)
-		n++;
-	free(d);
-	cands[n++] = strdup("vmlinux");
-	len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (len > 0) {
-		exe[len] = '\0';
-		d = dir_of(exe);	/* build/bin */
-		if (d) {
-			char *up = strrchr(d, '/');	/* build/bin -> build */
-
-			if (up && up != d) {
-				*up = '\0';
-				if (asprintf(&cands[n], "%s/kernel/vmlinux", d) >= 0)
-					n++;
-			}
-		}
-		free(d);
-	}
-	if (strlen(build_id) > 2 &&
-	    asprintf(&cands[n], "/usr/lib/debug/.build-id/%.2s/%s.debug",
-		     build_id, build_id + 2) >= 0)
-		n++;
-	if (release) {
-		if (asprintf(&cands[n], "/usr/lib/debug/boot/vmlinux-%s", release) >= 0)
-			n++;
-		if (asprintf(&cands[n], "/usr/lib/debug/lib/modules/%s/vmlinux", release) >= 0)
-			n++;
-		if (asprintf(&cands[n], "/lib/modules/%s/build/vmlinux", release) >= 0)
-			n++;
-	}
-	for (size_t i = 0; i < n && !found; i++) {
-		struct fgk_vmlinux *vm;
-		struct fgk_error *err;
-		const char *id;
-
-		if (!cands[i] || access(cands[i], R_OK) != 0)
-			continue;
-		err = fgk_vmlinux_open(cands[i], &vm);
-		if (err) {
-			fgk_error_free(err);
-			continue;
-		}
-		id = fgk_vmlinux_build_id(vm);
-		if (id && !strcmp(id, build_id)) {
-			found = vm;
-			break;
-		}
-		snprintf(tried + strlen(tried), tried_len - strlen(tried), "%s%s (%s)",
-			 tried[0] ? ", " : "", cands[i], id ? id : "no build-id");
-		fgk_vmlinux_close(vm);
-	}
-	for (size_t i = 0; i < n; i++)
-		free(cands[i]);
-	return found;
-}
-
-/*
- * Is vm laid out for FG-KASLR (has randomized .text.* sections)?  And was
- * it relinked already (a vmlinux.fgk: the linker leaves the .text.*
- * sections in increasing address order by section index, a relink does
- * not)?
- */
-static struct fgk_error *is_fgkaslr(struct fgk_vmlinux *vm, bool *ret,
-				    bool *relinked)
-{
-	struct fgk_seed zero = { { 0 } };
-	struct fgk_layout *l = NULL;
-	struct fgk_error *err = fgk_layout_compute(vm, &zero, &l);
-
-	*ret = true;
-	*relinked = false;
-	if (l) {
-		for (size_t i = 1; i < l->n; i++) {
-			if (l->secs[i].addr < l->secs[i - 1].addr) {
-				*relinked = true;
-				break;
-			}
-		}
-	}
-	fgk_layout_free(l);
-	if (err && err->code == FGK_ERR_NOT_FGKASLR) {
-		fgk_error_free(err);
-		*ret = false;
-		return NULL;
-	}
-	if (err && err->code == FGK_ERR_NO_FIT) {	/* laid out, just not this seed */
-		fgk_error_free(err);
-		return NULL;
-	}
-	return err;
-}
-
 static void shell_quote(FILE *f, const char *s)
 {
 	if (*s && !strpbrk(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!")) {
@@ -202,7 +86,26 @@ static void shell_quote(FILE *f, const char *s)
 	fputc('\'', f);
 }
 
-static int run(int argc, char **argv)
+/* One 'fgk crash' invocation: its options, then what each step found. */
+struct crash_run {
+	struct cli_target t;
+	struct fgk_vmcoreinfo vi;
+	const char *dump, *input, *crash;
+	char **extra;			/* after "--": passed to crash */
+	int nextra;
+	bool info_only, dry, quiet;
+	bool have_vmcoreinfo;		/* false: --seed/--seed-file fallback */
+	bool is_fg;			/* vmlinux has randomized sections */
+	bool shuffle;			/* relink vmlinux for t.seed */
+	bool cached;			/* the relink was in the cache */
+	const char *seed_src;		/* where the seed came from (reported on stderr) */
+	const char *target;		/* the vmlinux crash gets */
+	char *fgk_path;			/* the relinked vmlinux.fgk */
+	char kaslr[64];			/* crash's --kaslr= option */
+};
+
+/* The command line; -1 to go on, else the exit status. */
+static int parse_args(struct crash_run *c, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		CLI_TARGET_OPTIONS,
@@ -212,263 +115,380 @@ static int run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ 0 },
 	};
-	struct cli_target t = { 0 };
-	struct fgk_vmcoreinfo vi = { 0 };
-	struct fgk_error *err;
-	const char *dump = NULL, *input = NULL, *crash = getenv("FGK_CRASH");
-	const char *seed_src = NULL, *target;
-	char **extra = NULL, *fgk_path = NULL, *fallback = NULL;
-	char kaslr[64], hex[FGK_SEED_HEX_LEN + 1], tried[4096];
-	bool info_only = false, dry = false, quiet = false, have_vmcoreinfo = true;
-	bool shuffle = false, cached = false, is_fg = false;
-	int nopt = argc, nextra = 0, opt, rc = 1;
+	int nopt = argc, opt;
 
-	if (!crash || !*crash)
-		crash = "crash";
+	c->crash = getenv("FGK_CRASH");
+	if (!c->crash || !*c->crash)
+		c->crash = "crash";
 	/* everything after "--" goes to crash untouched */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--")) {
 			nopt = i;
-			extra = argv + i + 1;
-			nextra = argc - i - 1;
+			c->extra = argv + i + 1;
+			c->nextra = argc - i - 1;
 			break;
 		}
 	}
 	optind = 1;
 	while ((opt = getopt_long(nopt, argv, "hi:nq", opts, NULL)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+		if (cli_target_option(&c->t, opt, optarg))
 			continue;
 		switch (opt) {
 		case 'h':
 			return cli_help(&cmd_crash);
 		case 'i':
-			input = optarg;
+			c->input = optarg;
 			break;
 		case 'n':
-			dry = true;
+			c->dry = true;
 			break;
 		case 'q':
-			quiet = true;
+			c->quiet = true;
 			break;
 		case OPT_CRASH:
-			crash = optarg;
+			c->crash = optarg;
 			break;
 		case OPT_INFO:
-			info_only = true;
+			c->info_only = true;
 			break;
 		default:
 			return cli_usage_error(&cmd_crash, "bad option");
 		}
 	}
 	if (optind < nopt)
-		dump = argv[optind++];
+		c->dump = argv[optind++];
 	if (optind < nopt)
-		t.vmlinux = argv[optind++];
+		c->t.vmlinux = argv[optind++];
 	if (optind < nopt)
 		return cli_usage_error(&cmd_crash, "unexpected argument '%s'", argv[optind]);
-	if (!dump)
+	if (!c->dump)
 		return cli_usage_error(&cmd_crash, "missing VMCORE");
-	if (t.seed_text && t.seed_file)
+	if (c->t.seed_text && c->t.seed_file)
 		return cli_usage_error(&cmd_crash, "give --seed or --seed-file, not both");
-	if (input && access(input, R_OK) != 0)
-		return cli_errorf("-i %s: %s", input, strerror(errno));
+	if (c->input && access(c->input, R_OK) != 0)
+		return cli_errorf("-i %s: %s", c->input, strerror(errno));
+	return -1;
+}
 
-	err = fgk_vmcore_read(dump, &vi);
-	if (err && err->code == FGK_ERR_NO_VMCOREINFO && !info_only) {
+/* The dump's VMCOREINFO; a dump without one falls back to the seed options. */
+static int read_dump(struct crash_run *c)
+{
+	struct fgk_error *err = fgk_vmcore_read(c->dump, &c->vi);
+
+	c->have_vmcoreinfo = true;
+	if (err && err->code == FGK_ERR_NO_VMCOREINFO && !c->info_only) {
 		char buf[1024];
 
-		if (!quiet)
+		if (!c->quiet)
 			fprintf(stderr, "fgk crash: %s; falling back to --seed/--seed-file\n",
 				fgk_error_string(err, buf, sizeof(buf)));
 		fgk_error_free(err);
 		err = NULL;
-		have_vmcoreinfo = false;
+		c->have_vmcoreinfo = false;
 	}
+	return err ? cli_fail(err) : 0;
+}
+
+/* The directory of path ("." for a bare name); NULL when out of memory. */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	return strndup(path, slash == path ? 1 : (size_t)(slash - path));
+}
+
+/*
+ * build/kernel of the tree this fgk was built in (build/bin/fgk ->
+ * build/kernel), or NULL: the program knows where it is, the library not.
+ */
+static char *build_tree_kernel_dir(void)
+{
+	char exe[PATH_MAX], *d, *up, *ret = NULL;
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (len <= 0)
+		return NULL;
+	exe[len] = '\0';
+	d = dir_of(exe);	/* build/bin */
+	if (!d)
+		return NULL;
+	up = strrchr(d, '/');	/* build/bin -> build */
+	if (up && up != d) {
+		*up = '\0';
+		if (asprintf(&ret, "%s/kernel", d) < 0)
+			ret = NULL;
+	}
+	free(d);
+	return ret;
+}
+
+/*
+ * The vmlinux with the dump's build-id: fgk_vmlinux_find in the dump's
+ * directory, ./ and the build tree's build/kernel, then the system's paths.
+ */
+static struct fgk_error *find_vmlinux(struct crash_run *c)
+{
+	char *near = dir_of(c->dump), *tree = build_tree_kernel_dir();
+	const char *dirs[4];
+	struct fgk_error *err;
+	size_t n = 0;
+
+	if (near)
+		dirs[n++] = near;
+	dirs[n++] = ".";
+	if (tree)
+		dirs[n++] = tree;
+	dirs[n] = NULL;
+	err = fgk_vmlinux_find(dirs, c->vi.build_id, c->vi.osrelease, &c->t.vm);
+	free(near);
+	free(tree);
+	return err;
+}
+
+/* VMLINUX, or the one with the dump's build-id; checked against the dump. */
+static int open_vmlinux(struct crash_run *c)
+{
+	struct cli_target *t = &c->t;
+	struct fgk_error *err;
+	const char *id;
+
+	if (t->vmlinux) {
+		err = fgk_vmlinux_open(t->vmlinux, &t->vm);
+		if (err)
+			return cli_fail(err);
+	} else if (c->vi.build_id) {
+		err = find_vmlinux(c);
+		if (err && err->code == FGK_ERR_LOOKUP) {
+			int rc = cli_errorf("%s: %s; give VMLINUX", c->dump, err->message);
+
+			fgk_error_free(err);
+			return rc;
+		}
+		if (err)
+			return cli_fail(err);
+		t->vmlinux = fgk_vmlinux_path(t->vm);
+	} else {
+		return cli_usage_error(&cmd_crash, "the dump does not name its build-id: give VMLINUX");
+	}
+	id = fgk_vmlinux_build_id(t->vm);
+	if (c->vi.build_id && id && strcmp(id, c->vi.build_id))
+		return cli_errorf("vmlinux '%s' (build-id %s) is not the kernel of dump '%s' (build-id %s): give the vmlinux of that build",
+				  t->vmlinux, id, c->dump, c->vi.build_id);
+	if (!c->quiet && c->have_vmcoreinfo && (!c->vi.build_id || !id))
+		fprintf(stderr, "fgk crash: warning: cannot check that '%s' belongs to the dump (%s has no build-id)\n",
+			t->vmlinux, !id ? "vmlinux" : "the dump");
+	return 0;
+}
+
+/* A vmlinux.fgk given as VMLINUX would be shuffled twice: refused. */
+static int check_kind(struct crash_run *c)
+{
+	enum fgk_vmlinux_kind kind;
+	struct fgk_error *err = fgk_vmlinux_kind(c->t.vm, &kind);
+
 	if (err)
 		return cli_fail(err);
-	if (info_only) {
-		print_info(stdout, dump, &vi);
-		fgk_vmcoreinfo_clear(&vi);
+	if (kind == FGK_VMLINUX_RELINKED)
+		return cli_errorf("vmlinux '%s' is already relinked (a vmlinux.fgk): give the original vmlinux, fgk crash relinks it for the dump",
+				  c->t.vmlinux);
+	c->is_fg = kind == FGK_VMLINUX_FGKASLR;
+	return 0;
+}
+
+/* --seed / --seed-file (the record's build-id checked against vmlinux). */
+static int read_seed_option(struct cli_target *t)
+{
+	struct fgk_error *err;
+
+	if (t->seed_text) {
+		err = fgk_seed_parse(t->seed_text, &t->seed);
+	} else {
+		err = fgk_seed_record_read(t->seed_file, &t->rec);
+		if (!err)
+			err = fgk_seed_record_check(&t->rec, t->seed_file, t->vm);
+		t->seed = t->rec.seed;
+	}
+	return err ? cli_fail(err) : 0;
+}
+
+/* The seed: the dump's FGKASLR_SEED, else the options; sets shuffle. */
+static int choose_seed(struct crash_run *c)
+{
+	struct cli_target *t = &c->t;
+	bool option = t->seed_text || t->seed_file;
+	char hex[FGK_SEED_HEX_LEN + 1];
+	int rc;
+
+	if (option && (rc = read_seed_option(t)))
+		return rc;
+	switch (c->vi.seed_state) {
+	case FGK_VMCORE_SEED_PRESENT:
+		if (option && memcmp(&t->seed, &c->vi.seed, sizeof(t->seed))) {
+			fgk_seed_format(&c->vi.seed, hex);
+			return cli_errorf("%s: the dump says FGKASLR_SEED=%s, which differs from %s; drop the option",
+					  c->dump, hex, t->seed_text ? "--seed" : "--seed-file");
+		}
+		t->seed = c->vi.seed;
+		c->shuffle = true;
+		c->seed_src = "VMCOREINFO";
+		return 0;
+	case FGK_VMCORE_SEED_DISABLED:
+		c->seed_src = "disabled in VMCOREINFO";
+		if (!c->quiet && option)
+			fprintf(stderr, "fgk crash: FG-KASLR was disabled in that boot (FGKASLR_SEED=disabled); ignoring the seed option\n");
+		return 0;
+	default:
+		break;
+	}
+	if (option) {
+		c->shuffle = true;
+		c->seed_src = t->seed_text ? "--seed" : "--seed-file";
+		if (!c->quiet)
+			fprintf(stderr, "fgk crash: %s: %s; using the seed of %s\n", c->dump,
+				c->have_vmcoreinfo ? "no FGKASLR_SEED in VMCOREINFO" : "no VMCOREINFO",
+				c->seed_src);
+		return 0;
+	}
+	if (c->is_fg)
+		return cli_errorf("%s: %s, and vmlinux '%s' is an FG-KASLR kernel: give --seed SEED or --seed-file RECORD",
+				  c->dump, c->have_vmcoreinfo ? "no FGKASLR_SEED in its VMCOREINFO" : "no VMCOREINFO",
+				  t->vmlinux);
+	c->seed_src = "none (vmlinux has no .text.* sections)";
+	return 0;
+}
+
+/* crash's --kaslr=: the dump's KERNELOFFSET, else the record's offset, else auto. */
+static void choose_kaslr(struct crash_run *c)
+{
+	if (c->vi.has_offset)
+		snprintf(c->kaslr, sizeof(c->kaslr), "--kaslr=%#llx",
+			 (unsigned long long)c->vi.offset);
+	else if (c->t.seed_file && c->t.rec.has_offset)
+		snprintf(c->kaslr, sizeof(c->kaslr), "--kaslr=%#llx",
+			 (unsigned long long)c->t.rec.offset);
+	else
+		snprintf(c->kaslr, sizeof(c->kaslr), "--kaslr=auto");
+	if (!strcmp(c->kaslr, "--kaslr=0"))
+		snprintf(c->kaslr, sizeof(c->kaslr), "--kaslr=0x0");
+}
+
+/*
+ * The vmlinux crash gets: vmlinux itself, or its (cached) relink for the
+ * seed.  Without a relink cache: $TMPDIR/fgk-crash-<uid>/<seed>.vmlinux.fgk,
+ * in a 0700 directory of this user (the name is the seed; /tmp is
+ * world-readable).
+ */
+static int relink_target(struct crash_run *c)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *fallback;
+	int rc;
+
+	c->target = c->t.vmlinux;
+	if (!c->shuffle)
+		return 0;
+	if (asprintf(&fallback, "%s/fgk-crash-%u", tmp && *tmp ? tmp : "/tmp",
+		     (unsigned)geteuid()) < 0)
+		return cli_fail(&fgk_enomem);
+	rc = cli_relink_cached(c->t.vm, &c->t.seed, fallback, &c->fgk_path, &c->cached);
+	free(fallback);
+	if (!rc)
+		c->target = c->fgk_path;
+	return rc;
+}
+
+/* What was found, on stderr (unless -q). */
+static void describe(const struct crash_run *c)
+{
+	const struct fgk_vmcoreinfo *vi = &c->vi;
+	char hex[FGK_SEED_HEX_LEN + 1];
+
+	if (c->quiet)
+		return;
+	if (c->shuffle)
+		fgk_seed_format(&c->t.seed, hex);
+	fprintf(stderr, "fgk crash: %s (%s): release %s, build-id %s, seed %s (%s), %s\n",
+		c->dump, fgk_vmcore_format_name(vi->format),
+		vi->osrelease ? vi->osrelease : "?", vi->build_id ? vi->build_id : "?",
+		c->shuffle ? hex : "-", c->seed_src, c->kaslr + 2);
+	fprintf(stderr, "fgk crash: vmlinux %s%s%s%s\n", c->target,
+		c->shuffle ? (c->cached ? " (cached relink of " : " (relinked from ") : "",
+		c->shuffle ? c->t.vmlinux : "", c->shuffle ? ")" : "");
+}
+
+/* Run crash (or, with -n, print its command line); returns on failure only. */
+static int exec_crash(struct crash_run *c)
+{
+	char **av = calloc(c->nextra + 8, sizeof(*av));
+	int n = 0, rc;
+
+	if (!av)
+		return cli_fail(&fgk_enomem);
+	av[n++] = (char *)c->crash;
+	av[n++] = c->kaslr;
+	if (c->input) {
+		av[n++] = (char *)"-i";
+		av[n++] = (char *)c->input;
+	}
+	for (int i = 0; i < c->nextra; i++)
+		av[n++] = c->extra[i];
+	av[n++] = (char *)c->target;
+	av[n++] = (char *)c->dump;
+	av[n] = NULL;
+	if (c->dry) {
+		for (int i = 0; i < n; i++) {
+			if (i)
+				putchar(' ');
+			shell_quote(stdout, av[i]);
+		}
+		putchar('\n');
+		free(av);
 		return cli_finish_stdout(0);
 	}
+	fflush(stdout);
+	fflush(stderr);
+	execvp(c->crash, av);
+	rc = cli_errorf("cannot run '%s': %s (install the Debian package crash, or set --crash/FGK_CRASH)",
+			c->crash, strerror(errno));
+	free(av);
+	return rc;
+}
 
-	/* the vmlinux, checked against the dump's build-id */
-	if (t.vmlinux) {
-		err = fgk_vmlinux_open(t.vmlinux, &t.vm);
-		if (err) {
-			rc = cli_fail(err);
-			goto out;
-		}
-	} else if (vi.build_id) {
-		t.vm = find_vmlinux(dump, vi.build_id, vi.osrelease, tried, sizeof(tried));
-		if (!t.vm) {
-			rc = cli_errorf("%s: no vmlinux with the dump's build-id %s found%s%s; give VMLINUX",
-					dump, vi.build_id, tried[0] ? "; tried " : "", tried);
-			goto out;
-		}
-		t.vmlinux = fgk_vmlinux_path(t.vm);
-	} else {
-		rc = cli_usage_error(&cmd_crash, "the dump does not name its build-id: give VMLINUX");
-		goto out;
+static int run(int argc, char **argv)
+{
+	struct crash_run c = { 0 };
+	int rc = parse_args(&c, argc, argv);
+
+	if (rc >= 0)
+		return rc;
+	rc = read_dump(&c);
+	if (rc)
+		return rc;
+	if (c.info_only) {
+		print_info(stdout, c.dump, &c.vi);
+		fgk_vmcoreinfo_clear(&c.vi);
+		return cli_finish_stdout(0);
 	}
-	{
-		const char *id = fgk_vmlinux_build_id(t.vm);
-
-		if (vi.build_id && id && strcmp(id, vi.build_id)) {
-			rc = cli_errorf("vmlinux '%s' (build-id %s) is not the kernel of dump '%s' (build-id %s): give the vmlinux of that build",
-					t.vmlinux, id, dump, vi.build_id);
-			goto out;
-		}
-		if (!quiet && have_vmcoreinfo && (!vi.build_id || !id))
-			fprintf(stderr, "fgk crash: warning: cannot check that '%s' belongs to the dump (%s has no build-id)\n",
-				t.vmlinux, !id ? "vmlinux" : "the dump");
+	rc = open_vmlinux(&c);
+	if (!rc)
+		rc = check_kind(&c);
+	if (!rc)
+		rc = choose_seed(&c);
+	if (!rc) {
+		choose_kaslr(&c);
+		rc = relink_target(&c);
 	}
-
-	/* a vmlinux.fgk given as VMLINUX would be shuffled twice */
-	{
-		bool fg, relinked;
-
-		err = is_fgkaslr(t.vm, &fg, &relinked);
-		if (err) {
-			rc = cli_fail(err);
-			goto out;
-		}
-		if (fg && relinked) {
-			rc = cli_errorf("vmlinux '%s' is already relinked (a vmlinux.fgk): give the original vmlinux, fgk crash relinks it for the dump",
-					t.vmlinux);
-			goto out;
-		}
-		is_fg = fg;
+	if (!rc) {
+		describe(&c);
+		rc = exec_crash(&c);
 	}
-
-	/* the seed */
-	if (t.seed_text || t.seed_file) {
-		if (t.seed_text) {
-			err = fgk_seed_parse(t.seed_text, &t.seed);
-		} else {
-			err = fgk_seed_record_read(t.seed_file, &t.rec);
-			if (!err)
-				err = fgk_seed_record_check(&t.rec, t.seed_file, t.vm);
-			t.seed = t.rec.seed;
-		}
-		if (err) {
-			rc = cli_fail(err);
-			goto out;
-		}
-	}
-	if (vi.seed_state == FGK_VMCORE_SEED_PRESENT) {
-		if ((t.seed_text || t.seed_file) &&
-		    memcmp(&t.seed, &vi.seed, sizeof(t.seed))) {
-			fgk_seed_format(&vi.seed, hex);
-			rc = cli_errorf("%s: the dump says FGKASLR_SEED=%s, which differs from %s; drop the option",
-					dump, hex, t.seed_text ? "--seed" : "--seed-file");
-			goto out;
-		}
-		t.seed = vi.seed;
-		shuffle = true;
-		seed_src = "VMCOREINFO";
-	} else if (vi.seed_state == FGK_VMCORE_SEED_DISABLED) {
-		seed_src = "disabled in VMCOREINFO";
-		if (!quiet && (t.seed_text || t.seed_file))
-			fprintf(stderr, "fgk crash: FG-KASLR was disabled in that boot (FGKASLR_SEED=disabled); ignoring the seed option\n");
-	} else if (t.seed_text || t.seed_file) {
-		shuffle = true;
-		seed_src = t.seed_text ? "--seed" : "--seed-file";
-		if (!quiet)
-			fprintf(stderr, "fgk crash: %s: %s; using the seed of %s\n", dump,
-				have_vmcoreinfo ? "no FGKASLR_SEED in VMCOREINFO" : "no VMCOREINFO",
-				seed_src);
-	} else {
-		if (is_fg) {
-			rc = cli_errorf("%s: %s, and vmlinux '%s' is an FG-KASLR kernel: give --seed SEED or --seed-file RECORD",
-					dump, have_vmcoreinfo ? "no FGKASLR_SEED in its VMCOREINFO" : "no VMCOREINFO",
-					t.vmlinux);
-			goto out;
-		}
-		seed_src = "none (vmlinux has no .text.* sections)";
-	}
-
-	/* the base offset */
-	if (vi.has_offset)
-		snprintf(kaslr, sizeof(kaslr), "--kaslr=%#llx", (unsigned long long)vi.offset);
-	else if (t.seed_file && t.rec.has_offset)
-		snprintf(kaslr, sizeof(kaslr), "--kaslr=%#llx", (unsigned long long)t.rec.offset);
-	else
-		snprintf(kaslr, sizeof(kaslr), "--kaslr=auto");
-	if (!strcmp(kaslr, "--kaslr=0"))
-		snprintf(kaslr, sizeof(kaslr), "--kaslr=0x0");
-
-	target = t.vmlinux;
-	if (shuffle) {
-		const char *tmp = getenv("TMPDIR");
-
-		fgk_seed_format(&t.seed, hex);
-		if (asprintf(&fallback, "%s/fgk-crash-%s.vmlinux.fgk",
-			     tmp && *tmp ? tmp : "/tmp", hex) < 0) {
-			rc = cli_fail(&fgk_enomem);
-			goto out;
-		}
-		rc = cli_relink_cached(t.vm, &t.seed, fallback, &fgk_path, &cached);
-		if (rc)
-			goto out;
-		target = fgk_path;
-	}
-	if (!quiet) {
-		if (shuffle)
-			fgk_seed_format(&t.seed, hex);
-		fprintf(stderr, "fgk crash: %s (%s): release %s, build-id %s, seed %s (%s), %s\n",
-			dump, fgk_vmcore_format_name(vi.format),
-			vi.osrelease ? vi.osrelease : "?", vi.build_id ? vi.build_id : "?",
-			shuffle ? hex : "-", seed_src, kaslr + 2);
-		fprintf(stderr, "fgk crash: vmlinux %s%s%s%s\n", target,
-			shuffle ? (cached ? " (cached relink of " : " (relinked from ") : "",
-			shuffle ? t.vmlinux : "", shuffle ? ")" : "");
-	}
-
-	{
-		char **av = calloc(nextra + 8, sizeof(*av));
-		int n = 0;
-
-		if (!av) {
-			rc = cli_fail(&fgk_enomem);
-			goto out;
-		}
-		av[n++] = (char *)crash;
-		av[n++] = kaslr;
-		if (input) {
-			av[n++] = (char *)"-i";
-			av[n++] = (char *)input;
-		}
-		for (int i = 0; i < nextra; i++)
-			av[n++] = extra[i];
-		av[n++] = (char *)target;
-		av[n++] = (char *)dump;
-		av[n] = NULL;
-		if (dry) {
-			for (int i = 0; i < n; i++) {
-				if (i)
-					putchar(' ');
-				shell_quote(stdout, av[i]);
-			}
-			putchar('\n');
-			free(av);
-			rc = cli_finish_stdout(0);
-			goto out;
-		}
-		fflush(stdout);
-		fflush(stderr);
-		execvp(crash, av);
-		rc = cli_errorf("cannot run '%s': %s (install the Debian package crash, or set --crash/FGK_CRASH)",
-				crash, strerror(errno));
-		free(av);
-	}
-out:
-	free(fgk_path);
-	free(fallback);
-	fgk_vmcoreinfo_clear(&vi);
-	if (t.vmlinux && t.vm && t.vmlinux == fgk_vmlinux_path(t.vm))
-		t.vmlinux = NULL;
-	cli_target_close(&t);
+	free(c.fgk_path);
+	fgk_vmcoreinfo_clear(&c.vi);
+	if (c.t.vmlinux && c.t.vm && c.t.vmlinux == fgk_vmlinux_path(c.t.vm))
+		c.t.vmlinux = NULL;
+	cli_target_close(&c.t);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
 
 static const char help[] =
 "usage: fgk layout VMLINUX (--seed SEED | --seed-file RECORD) [--json]\n"
+"       fgk layout MODULE.ko [--seed SEED | --seed-file RECORD] [--json]\n"
 "\n"
 "Print the FG-KASLR layout of VMLINUX for SEED (docs/layout-spec.md): one\n"
 "line per randomized section, in section header index order.\n"
@@ -20,7 +21,20 @@ static const char help[] =
 "--json   one JSON object: seed, start, limit, end, sections[] with the same\n"
 "         fields (addresses and sizes as \"0x...\" strings).\n"
 "--seed SEED         64 hex digits (or fgkaslr_seed=..., or /proc/fgkaslr_seed text)\n"
-"--seed-file RECORD  seed record (docs/seed-records.md); its build-id must match\n";
+"--seed-file RECORD  seed record (docs/seed-records.md); its build-id must match\n"
+"\n"
+"MODULE.ko (a file whose name ends in .ko): the module's core text as the\n"
+"module loader lays it out for SEED (docs/layout-spec.md section 8): one\n"
+"line per executable core section in layout order, the other sections in\n"
+"index order first, then the shuffled .text.* ones in the order drawn from\n"
+"SEED with the module's nonce.  Columns\n"
+"  index  name  offset  size  align  randomized\n"
+"offset = 0x hex from the start of the module's core text (where the\n"
+"kernel puts that is itself random: add the address of any one section in\n"
+"/sys/module/NAME/sections minus its offset); randomized = yes/no.\n"
+"Without a seed: the order of a kernel without FG-KASLR.  --json: module,\n"
+"vermagic, build_id, seed, size and sections[] with the same fields.  A\n"
+"record's release must be the module's vermagic release.\n";
 
 static void json_string(const char *s)
 {
@@ -36,6 +50,107 @@ static void json_string(const char *s)
 			putchar(c);
 	}
 	putchar('"');
+}
+
+static bool is_module(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n > 3 && !strcmp(path + n - 3, ".ko");
+}
+
+static int run_module(struct cli_target *t, bool json)
+{
+	struct fgk_module *m;
+	struct fgk_module_layout *ml;
+	struct fgk_error *err;
+	bool have_seed = false;
+	const char *vmagic;
+
+	err = fgk_module_open(t->vmlinux, &m);
+	if (err)
+		return cli_fail(err);
+	vmagic = fgk_module_vermagic(m);
+	if (t->seed_text) {
+		err = fgk_seed_parse(t->seed_text, &t->seed);
+		if (err) {
+			fgk_module_close(m);
+			return cli_fail(err);
+		}
+		have_seed = true;
+	} else if (t->seed_file) {
+		err = fgk_seed_record_read(t->seed_file, &t->rec);
+		if (!err && t->rec.release && vmagic &&
+		    (strncmp(vmagic, t->rec.release, strlen(t->rec.release)) ||
+		     (vmagic[strlen(t->rec.release)] != ' ' &&
+		      vmagic[strlen(t->rec.release)] != '\0'))) {
+			fgk_module_close(m);
+			return cli_errorf("%s: module built for kernel %.*s, the seed record %s is of %s",
+					  t->vmlinux, (int)strcspn(vmagic, " "), vmagic,
+					  t->seed_file, t->rec.release);
+		}
+		if (err) {
+			fgk_module_close(m);
+			return cli_fail(err);
+		}
+		t->seed = t->rec.seed;
+		have_seed = true;
+	}
+	err = fgk_module_layout_compute(m, have_seed ? &t->seed : NULL, &ml);
+	if (err) {
+		fgk_module_close(m);
+		return cli_fail(err);
+	}
+	if (json) {
+		char hex[FGK_SEED_HEX_LEN + 1];
+
+		printf("{\"module\": ");
+		json_string(fgk_module_name(m));
+		printf(", \"vermagic\": ");
+		if (vmagic)
+			json_string(vmagic);
+		else
+			printf("null");
+		printf(", \"build_id\": ");
+		if (fgk_module_build_id(m))
+			json_string(fgk_module_build_id(m));
+		else
+			printf("null");
+		if (have_seed) {
+			fgk_seed_format(&ml->seed, hex);
+			printf(", \"seed\": \"%s\"", hex);
+		} else {
+			printf(", \"seed\": null");
+		}
+		printf(", \"size\": \"0x%llx\", \"sections\": [",
+		       (unsigned long long)ml->size);
+		for (size_t i = 0; i < ml->n; i++) {
+			const struct fgk_module_section *e = &ml->secs[i];
+
+			printf("%s\n  {\"index\": %zu, \"name\": ", i ? "," : "", e->index);
+			json_string(e->name);
+			printf(", \"offset\": \"0x%llx\", \"size\": \"0x%llx\", \"align\": %llu, \"randomized\": %s}",
+			       (unsigned long long)e->offset,
+			       (unsigned long long)e->size,
+			       (unsigned long long)e->align,
+			       e->randomized ? "true" : "false");
+		}
+		printf("\n]}\n");
+	} else {
+		printf("index\tname\toffset\tsize\talign\trandomized\n");
+		for (size_t i = 0; i < ml->n; i++) {
+			const struct fgk_module_section *e = &ml->secs[i];
+
+			printf("%zu\t%s\t0x%llx\t0x%llx\t%llu\t%s\n", e->index,
+			       e->name, (unsigned long long)e->offset,
+			       (unsigned long long)e->size,
+			       (unsigned long long)e->align,
+			       e->randomized ? "yes" : "no");
+		}
+	}
+	fgk_module_layout_free(ml);
+	fgk_module_close(m);
+	return cli_finish_stdout(0);
 }
 
 static int run(int argc, char **argv)
@@ -65,6 +180,13 @@ static int run(int argc, char **argv)
 		t.vmlinux = argv[optind++];
 	if (optind < argc)
 		return cli_usage_error(&cmd_layout, "unexpected argument '%s'", argv[optind]);
+	if (t.vmlinux && is_module(t.vmlinux)) {
+		if (t.seed_text && t.seed_file)
+			return cli_usage_error(&cmd_layout, "--seed and --seed-file exclude each other");
+		rc = run_module(&t, json);
+		fgk_seed_record_clear(&t.rec);
+		return rc;
+	}
 	rc = cli_target_open(&cmd_layout, &t);
 	if (rc) {
 		cli_target_close(&t);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* fgk: the command table (bpftool style: one do_<cmd> per file). */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,9 +37,36 @@ static int usage(FILE *f)
 	return 0;
 }
 
+static void on_signal(int sig)
+{
+	fgk_remove_temp_files();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void cli_install_signal_handlers(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old;
+
+		/* keep an inherited SIG_IGN (nohup, background jobs) */
+		if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_IGN)
+			continue;
+		sigaction(sigs[i], &sa, NULL);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct cli_cmd *cmd;
+
+	cli_install_signal_handlers();
 
 	if (argc < 2) {
 		usage(stderr);

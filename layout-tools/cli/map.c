@@ -20,7 +20,8 @@ static const char help[] =
 "                     scripts/mksysmap (nm -n), with new addresses.\n"
 "--offset BASE        base KASLR offset (hex) added to every address except\n"
 "                     absolute and per-CPU symbols; default 0, or the record's.\n"
-"-o FILE              write FILE atomically (temp file + rename) instead of stdout.\n";
+"-o FILE              write FILE atomically (temp file + rename), mode 0600,\n"
+"                     instead of stdout.\n";
 
 static int run(int argc, char **argv)
 {
@@ -64,6 +65,12 @@ static int run(int argc, char **argv)
 		t.vmlinux = argv[optind++];
 	if (optind < argc)
 		return cli_usage_error(&cmd_map, "unexpected argument '%s'", argv[optind]);
+	{
+		const char *inputs[] = { t.vmlinux, t.seed_file };
+
+		if (cli_check_output(output, inputs, 2))
+			return 1;
+	}
 	rc = cli_target_open(&cmd_map, &t);
 	if (rc)
 		goto out;

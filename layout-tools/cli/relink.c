@@ -25,7 +25,9 @@ static const char help[] =
 "\n"
 "The result is cached by (build-id, seed) in $FGK_CACHE_DIR, else\n"
 "$XDG_CACHE_HOME/fgk, else ~/.cache/fgk; a second run reuses it.  The path of\n"
-"the relinked file is printed on stdout.\n"
+"the relinked file is printed on stdout.  The cache is private (0600 files in\n"
+"a 0700 <build-id> directory of this user; another user's is not used), and\n"
+"so is -o OUT (0600): the file is the layout of the seed.\n"
 "\n"
 "-o OUT       also (or, with --no-cache, only) write the result to OUT\n"
 "--no-cache   neither read nor write the cache\n"
@@ -33,79 +35,18 @@ static const char help[] =
 "--seed SEED         64 hex digits (or fgkaslr_seed=..., or /proc/fgkaslr_seed text)\n"
 "--seed-file RECORD  seed record (docs/seed-records.md); its build-id must match\n";
 
-static int mkdirs(char *path)
-{
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST) {
-			*p = '/';
-			return -1;
-		}
-		*p = '/';
-	}
-	return mkdir(path, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
-/* <cache>/<build-id>/<seed>.vmlinux.fgk, or NULL when no cache applies. */
-static char *cache_path(const char *build_id, const struct fgk_seed *seed,
-			char **dir_out)
-{
-	const char *base = getenv("FGK_CACHE_DIR");
-	char hex[FGK_SEED_HEX_LEN + 1], *dir = NULL, *path = NULL;
-
-	if (!build_id)
-		return NULL;
-	fgk_seed_format(seed, hex);
-	if (base && *base) {
-		if (asprintf(&dir, "%s/%s", base, build_id) < 0)
-			return NULL;
-	} else if ((base = getenv("XDG_CACHE_HOME")) && *base) {
-		if (asprintf(&dir, "%s/fgk/%s", base, build_id) < 0)
-			return NULL;
-	} else if ((base = getenv("HOME")) && *base) {
-		if (asprintf(&dir, "%s/.cache/fgk/%s", base, build_id) < 0)
-			return NULL;
-	} else {
-		return NULL;
-	}
-	if (asprintf(&path, "%s/%s.vmlinux.fgk", dir, hex) < 0) {
-		free(dir);
-		return NULL;
-	}
-	*dir_out = dir;
-	return path;
-}
-
+/* -o OUT as well as the cache: a copy of the cached file. */
 static int copy_file(const char *from, const char *to)
 {
 	struct fgk_error *err;
-	struct stat st;
-	void *buf;
-	int fd = open(from, O_RDONLY);
-	ssize_t got = 0;
+	size_t len;
+	char *buf;
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return cli_errorf("%s: cannot read: %s", from, strerror(errno));
-	buf = malloc(st.st_size ? st.st_size : 1);
-	if (!buf) {
-		close(fd);
-		return cli_fail(&fgk_enomem);
+	err = fgk_read_file(from, SIZE_MAX - 2, false, &buf, &len);
+	if (!err) {
+		err = fgk_write_file_atomic(to, buf, len);
+		free(buf);
 	}
-	while (got < st.st_size) {
-		ssize_t r = read(fd, (char *)buf + got, st.st_size - got);
-
-		if (r <= 0) {
-			free(buf);
-			close(fd);
-			return cli_errorf("%s: read error", from);
-		}
-		got += r;
-	}
-	close(fd);
-	err = fgk_write_file_atomic(to, buf, st.st_size);
-	free(buf);
 	return err ? cli_fail(err) : 0;
 }
 
@@ -123,8 +64,8 @@ static int run(int argc, char **argv)
 	struct fgk_layout *l = NULL;
 	struct fgk_error *err;
 	const char *out = NULL;
-	char *cache = NULL, *cdir = NULL;
-	bool use_cache = true, stats = false;
+	char *cache = NULL;
+	bool use_cache = true, stats = false, cached = false;
 	int opt, rc;
 
 	while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
@@ -152,34 +93,61 @@ static int run(int argc, char **argv)
 		return cli_usage_error(&cmd_relink, "unexpected argument '%s'", argv[optind]);
 	if (!use_cache && !out)
 		return cli_usage_error(&cmd_relink, "--no-cache needs -o OUT");
+	{
+		const char *inputs[] = { t.vmlinux, t.seed_file };
+
+		if (cli_check_output(out, inputs, 2))
+			return 1;
+	}
 	rc = cli_target_open(&cmd_relink, &t);
 	if (rc)
 		goto done;
-	if (use_cache)
-		cache = cache_path(fgk_vmlinux_build_id(t.vm), &t.seed, &cdir);
-	if (cache && access(cache, R_OK) == 0) {
-		if (stats)
-			fprintf(stderr, "fgk relink: cached %s\n", cache);
-	} else {
-		err = fgk_layout_compute(t.vm, &t.seed, &l);
-		if (!err && cache && mkdirs(cdir) < 0) {
-			fprintf(stderr, "fgk: %s: cannot create cache directory (%s); not caching\n",
-				cdir, strerror(errno));
-			free(cache);
-			cache = NULL;
+	err = fgk_layout_compute(t.vm, &t.seed, &l);
+	if (!err && use_cache)
+		err = fgk_relink_cache_path(t.vm, &t.seed, &cache);
+	if (err) {
+		rc = cli_fail(err);
+		goto done;
+	}
+	memset(&st, 0, sizeof(st));
+	if (cache) {
+		char *path;
+
+		free(cache);
+		cache = NULL;
+		err = fgk_relink_cached_stats(t.vm, l, &path, &cached, &st);
+		if (err && err->code == FGK_ERR_OS && out) {
+			char buf[1024];
+
+			fprintf(stderr, "fgk: %s; not caching\n",
+				fgk_error_string(err, buf, sizeof(buf)));
+			fgk_error_free(err);
+			err = fgk_relink(t.vm, l, out, &st);
+			path = NULL;
 		}
-		if (!err)
-			err = fgk_relink(t.vm, l, cache ? cache : out, &st);
 		if (err) {
 			rc = cli_fail(err);
 			goto done;
 		}
-		if (stats)
-			fprintf(stderr,
-				"fgk relink: %zu sections moved, %zu symbols, %zu relocated fields (%zu in debug sections)\n",
-				st.sections_moved, st.symbols, st.relocations,
-				st.debug_relocations);
+		cache = path;
+	} else if (!out) {
+		rc = cli_errorf("%s: no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set): give -o OUT",
+				t.vmlinux);
+		goto done;
+	} else {
+		err = fgk_relink(t.vm, l, out, &st);
+		if (err) {
+			rc = cli_fail(err);
+			goto done;
+		}
 	}
+	if (stats && cached)
+		fprintf(stderr, "fgk relink: cached %s\n", cache);
+	else if (stats)
+		fprintf(stderr,
+			"fgk relink: %zu sections moved, %zu symbols, %zu relocated fields (%zu in debug sections)\n",
+			st.sections_moved, st.symbols, st.relocations,
+			st.debug_relocations);
 	if (cache && out) {
 		rc = copy_file(cache, out);
 		if (rc)
@@ -190,7 +158,6 @@ static int run(int argc, char **argv)
 done:
 	fgk_layout_free(l);
 	free(cache);
-	free(cdir);
 	cli_target_close(&t);
 	return rc;
 }
@@ -204,40 +171,50 @@ const struct cli_cmd cmd_relink = {
 
 /*
  * For other commands (fgk crash): the cached vmlinux.fgk of (vm, seed),
- * relinked now if missing, exactly as `fgk relink` does.  Without a usable
- * cache (no build-id, no cache directory) it is written to fallback_out.
- * *path is malloc'd; *cached says whether it was already there.
+ * relinked now if missing or unusable, exactly as `fgk relink` does.
+ * Without a usable cache (no build-id, no cache directory) it is written
+ * to fallback_dir/<seed>.vmlinux.fgk; fallback_dir is made private first
+ * (fgk_private_dir: the file's name is the seed, its content the layout).
+ * *path is malloc'd; *cached says whether it was there.
  */
 int cli_relink_cached(struct fgk_vmlinux *vm, const struct fgk_seed *seed,
-		      const char *fallback_out, char **path, bool *cached)
+		      const char *fallback_dir, char **path, bool *cached)
 {
+	char hex[FGK_SEED_HEX_LEN + 1];
 	struct fgk_layout *l = NULL;
 	struct fgk_error *err;
-	char *cache, *cdir = NULL;
+	char *cache = NULL;
 
-	cache = cache_path(fgk_vmlinux_build_id(vm), seed, &cdir);
 	*cached = false;
-	if (cache && access(cache, R_OK) == 0) {
-		free(cdir);
-		*path = cache;
-		*cached = true;
-		return 0;
-	}
-	if (cache && mkdirs(cdir) < 0) {
-		free(cache);
-		cache = NULL;
-	}
-	free(cdir);
-	if (!cache && !(cache = strdup(fallback_out)))
-		return cli_fail(&fgk_enomem);
+	*path = NULL;
 	err = fgk_layout_compute(vm, seed, &l);
 	if (!err)
-		err = fgk_relink(vm, l, cache, NULL);
+		err = fgk_relink_cache_path(vm, seed, &cache);
+	if (!err && cache) {
+		free(cache);
+		err = fgk_relink_cached(vm, l, path, cached);
+		if (err && err->code == FGK_ERR_OS) {
+			/* an unwritable cache: fall back, like no cache */
+			fgk_error_free(err);
+			err = NULL;
+			*path = NULL;
+		}
+	}
+	if (!err && !*path) {
+		fgk_seed_format(seed, hex);
+		err = fgk_private_dir(fallback_dir);
+		if (!err && asprintf(path, "%s/%s.vmlinux.fgk", fallback_dir, hex) < 0) {
+			*path = NULL;
+			err = &fgk_enomem;
+		}
+		if (!err)
+			err = fgk_relink(vm, l, *path, NULL);
+	}
 	fgk_layout_free(l);
 	if (err) {
-		free(cache);
+		free(*path);
+		*path = NULL;
 		return cli_fail(err);
 	}
-	*path = cache;
 	return 0;
 }

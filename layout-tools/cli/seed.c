@@ -20,7 +20,8 @@ static const char help[] =
 "        digits; reads stdin when TEXT is absent.\n"
 "random  print a fresh random seed (getrandom).\n"
 "record  write a seed record (docs/seed-records.md) with the build-id and\n"
-"        release of VMLINUX; -o FILE is written atomically, default stdout.\n"
+"        release of VMLINUX; -o FILE is written atomically, mode 0600 (the\n"
+"        seed gives every function address), default stdout.\n"
 "show    print a record in canonical form; with --vmlinux, refuse it if its\n"
 "        build-id differs from VMLINUX's.\n";
 
@@ -29,19 +30,22 @@ static int do_parse(int argc, char **argv)
 	struct fgk_seed seed;
 	struct fgk_error *err;
 	char hex[FGK_SEED_HEX_LEN + 1];
-	char buf[4096];
 
 	if (argc > 2)
 		return cli_usage_error(&cmd_seed, "parse takes one TEXT");
 	if (argc == 2) {
 		err = fgk_seed_parse(argv[1], &seed);
 	} else {
-		size_t n = fread(buf, 1, sizeof(buf) - 1, stdin);
+		/* all of it: a seed followed by anything else is not a seed */
+		char *buf;
+		size_t n;
 
-		buf[n] = '\0';
-		if (strlen(buf) != n)
-			return cli_errorf("stdin: seed: binary data");
+		if (cli_read_text("-", 1 << 16, &buf, &n))
+			return 1;
 		err = fgk_seed_parse(buf, &seed);
+		free(buf);
+		if (err)
+			return cli_fail_in(err, "stdin");
 	}
 	if (err)
 		return cli_fail(err);
@@ -109,6 +113,12 @@ static int do_record(int argc, char **argv)
 		return cli_usage_error(&cmd_seed, "unexpected argument '%s'", argv[optind]);
 	if (!t.vmlinux)
 		return cli_usage_error(&cmd_seed, "record needs --vmlinux VMLINUX");
+	{
+		const char *inputs[] = { t.vmlinux, t.seed_file };
+
+		if (cli_check_output(output, inputs, 2))
+			return 1;
+	}
 	rc = cli_target_open(&cmd_seed, &t);
 	if (rc)
 		goto out;

@@ -9,7 +9,8 @@
 
 static const char help[] =
 "usage: fgk symbolize VMLINUX [--seed SEED | --seed-file RECORD]\n"
-"                     [--offset BASE] [FILE]\n"
+"                     [--offset BASE] [--modules DIR]...\n"
+"                     [--module-sections CAPTURE]... [FILE]\n"
 "\n"
 "Decode a kernel oops, WARN or stack dump (FILE, or standard input) the way\n"
 "scripts/decode_stacktrace.sh does, for a kernel whose functions were\n"
@@ -29,49 +30,53 @@ static const char help[] =
 "\"Kernel Offset:\" line, else a frame printed with both its address and its\n"
 "symbol.  Without a seed, raw addresses inside the shuffled .text.* code\n"
 "cannot be decoded (they are left as they are); symbolic frames still are.\n"
-"Module frames (\"func+0x1/0x2 [mod]\") are left as they are.\n"
+"\n"
+"Modules:\n"
+"  --modules DIR          where to find MOD.ko (repeatable; searched\n"
+"                         recursively, '-' and '_' in names equal), e.g. the\n"
+"                         build's build/kernel/modules.  Module frames\n"
+"                         \"func+0xOFF/0xSIZE [mod]\" then get their file:line\n"
+"                         from MOD.ko's DWARF.  Without --modules, or when\n"
+"                         MOD.ko is not found, they are left as they are.  A\n"
+"                         .ko of another kernel (vermagic) or build (the\n"
+"                         trace's build-id or function size) is an error.\n"
+"  --module-sections CAPTURE\n"
+"                         the module section addresses, captured as root with\n"
+"                           grep -r . /sys/module/*/sections > CAPTURE\n"
+"                         (lines MOD/sections/SECTION:0xADDR, or\n"
+"                         \"MOD SECTION 0xADDR\").  Raw addresses inside\n"
+"                         those modules then decode too:\n"
+"                         \"    ADDR = func+0xOFF/0xSIZE [mod] (file:line)\".\n"
+"                         With a seed, the capture must match the module's\n"
+"                         layout (fgk layout MOD.ko --seed SEED).\n"
+"The oops's \"Modules linked in:\" line names the loaded modules but not\n"
+"where they are: it does not place raw module addresses (and a \"[<addr>]\n"
+"func [mod]\" frame is decoded from its symbol).  A module address in a\n"
+"register cannot be decoded without the capture.\n"
+"\n"
+"The truth for a module frame is addr2line on the function's own section:\n"
+"  addr2line -f -i -j .text.FUNC -e MOD.ko OFF\n"
+"(OFF = the function's offset in that section + 0xOFF; 0 + 0xOFF in a\n"
+"module built with -ffunction-sections).  scripts/decode_stacktrace.sh\n"
+"adds 0xOFF to nm's value of FUNC, which in such a module is relative to\n"
+"FUNC's section (0 for every function): it asks addr2line for the wrong\n"
+"place and prints wrong lines for exactly the modules FG-KASLR shuffles.\n"
 "\n"
 "Exit status: 0 when at least one frame or address was decoded, 1 when the\n"
 "input held nothing to decode (or on errors), 2 on usage errors.\n";
 
-static char *read_all(FILE *f, size_t *len)
-{
-	size_t cap = 1 << 16, n = 0;
-	char *buf = malloc(cap);
-
-	if (!buf)
-		return NULL;
-	for (;;) {
-		size_t r;
-
-		if (n + 1 >= cap) {
-			char *nb = realloc(buf, cap *= 2);
-
-			if (!nb) {
-				free(buf);
-				return NULL;
-			}
-			buf = nb;
-		}
-		r = fread(buf + n, 1, cap - n - 1, f);
-		n += r;
-		if (r == 0)
-			break;
-	}
-	if (ferror(f)) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	*len = n;
-	return buf;
-}
+enum { OPT_MODULES = 0x200, OPT_MODSECS };
+#define MAX_MODARGS 64
 
 static int run(int argc, char **argv)
 {
+	const char *moddirs[MAX_MODARGS], *modsecs[MAX_MODARGS];
+	size_t nmoddirs = 0, nmodsecs = 0;
 	static const struct option opts[] = {
 		CLI_TARGET_OPTIONS,
 		{ "offset", required_argument, NULL, OPT_OFFSET },
+		{ "modules", required_argument, NULL, OPT_MODULES },
+		{ "module-sections", required_argument, NULL, OPT_MODSECS },
 		{ 0 },
 	};
 	struct cli_target t = { 0 };
@@ -80,10 +85,11 @@ static int run(int argc, char **argv)
 	struct fgk_symbolizer *sym = NULL;
 	struct fgk_error *err = NULL;
 	const char *input = NULL, *src;
-	char *text = NULL, *line, *save;
+	char *text = NULL, *line, *next, *outbuf = NULL;
+	size_t outlen = 0;
+	FILE *outf = NULL;
 	size_t len;
 	uint64_t off;
-	FILE *f;
 	int opt, rc = 1;
 
 	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -91,6 +97,16 @@ static int run(int argc, char **argv)
 			continue;
 		if (opt == 'h')
 			return cli_help(&cmd_symbolize);
+		if (opt == OPT_MODULES || opt == OPT_MODSECS) {
+			size_t *n = opt == OPT_MODULES ? &nmoddirs : &nmodsecs;
+
+			if (*n == MAX_MODARGS)
+				return cli_usage_error(&cmd_symbolize, "more than %d --%s",
+						       MAX_MODARGS, opt == OPT_MODULES
+						       ? "modules" : "module-sections");
+			(opt == OPT_MODULES ? moddirs : modsecs)[(*n)++] = optarg;
+			continue;
+		}
 		return cli_usage_error(&cmd_symbolize, "bad option");
 	}
 	if (optind < argc)
@@ -125,26 +141,34 @@ static int run(int argc, char **argv)
 		rc = cli_fail(err);
 		goto out;
 	}
+	for (size_t i = 0; i < nmoddirs && !err; i++)
+		err = fgk_symbolizer_add_module_dir(sym, moddirs[i]);
+	if (nmodsecs && !nmoddirs && !err) {
+		rc = cli_usage_error(&cmd_symbolize, "--module-sections needs --modules DIR (where MOD.ko is)");
+		goto out;
+	}
+	for (size_t i = 0; i < nmodsecs && !err; i++) {
+		char *cap;
+		size_t caplen;
+
+		rc = cli_read_text(modsecs[i], CLI_TEXT_MAX, &cap, &caplen);
+		if (rc)
+			goto out;
+		err = fgk_symbolizer_module_sections(sym, cap, caplen, modsecs[i]);
+		free(cap);
+	}
+	if (err) {
+		rc = cli_fail(err);
+		goto out;
+	}
 	if (t.have_offset)
 		fgk_symbolizer_set_offset(sym, t.offset,
 					  t.offset_text ? "--offset" : "the seed record");
 
-	f = input ? fopen(input, "r") : stdin;
-	if (!f) {
-		rc = cli_errorf("%s: cannot open: %s", input, strerror(errno));
+	rc = cli_read_text(input ? input : "-", CLI_TEXT_MAX, &text, &len);
+	if (rc)
 		goto out;
-	}
-	text = read_all(f, &len);
-	if (input)
-		fclose(f);
-	if (!text) {
-		rc = cli_errorf("%s: read error", input ? input : "stdin");
-		goto out;
-	}
-	if (memchr(text, '\0', len)) {
-		rc = cli_errorf("%s: binary data, not oops text", input ? input : "stdin");
-		goto out;
-	}
+	rc = 1;
 	/* First pass: the base offset, wherever the oops states it. */
 	for (char *p = text; p && *p;) {
 		char *nl = strchr(p, '\n');
@@ -156,24 +180,43 @@ static int run(int argc, char **argv)
 			*nl = '\n';
 		p = nl ? nl + 1 : NULL;
 	}
-	for (line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *outl;
+	/*
+	 * Every line, blank ones included, comes out in order, and only when
+	 * all decoded: an error (a module of another build) leaves no
+	 * half-decoded output behind.
+	 */
+	outf = open_memstream(&outbuf, &outlen);
+	if (!outf) {
+		rc = cli_errorf("out of memory");
+		goto out;
+	}
+	for (line = text; *line; line = next) {
+		char *nl = strchr(line, '\n'), *outl;
 
+		next = nl ? nl + 1 : line + strlen(line);
+		if (nl)
+			*nl = '\0';
 		err = fgk_symbolize_line(sym, line, &outl);
 		if (err) {
 			rc = cli_fail(err);
 			goto out;
 		}
-		fputs(outl, stdout);
+		fputs(outl, outf);
 		free(outl);
 	}
+	if (fclose(outf)) {
+		outf = NULL;
+		rc = cli_errorf("out of memory");
+		goto out;
+	}
+	outf = NULL;
+	fwrite(outbuf, 1, outlen, stdout);
 	if (fgk_symbolizer_get_offset(sym, &off, &src))
 		fprintf(stderr, "fgk symbolize: base offset 0x%llx (from %s)%s\n",
 			(unsigned long long)off, src,
 			l ? "" : "; no seed: raw addresses in shuffled code not decoded");
 	else
-		fprintf(stderr, "fgk symbolize: base offset unknown (no \"Kernel Offset:\" line; pass --offset): raw addresses not decoded\n");
+		fprintf(stderr, "fgk symbolize: base offset unknown (no \"Kernel Offset:\" line; pass --offset): raw vmlinux addresses not decoded\n");
 	if (!fgk_symbolizer_decoded(sym)) {
 		rc = cli_finish_stdout(1);
 		cli_errorf("%s: no kernel frames or addresses found to decode",
@@ -182,6 +225,9 @@ static int run(int argc, char **argv)
 	}
 	rc = cli_finish_stdout(0);
 out:
+	if (outf)
+		fclose(outf);
+	free(outbuf);
 	free(text);
 	fgk_symbolizer_free(sym);
 	fgk_dwarf_close(dwarf);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "module.h"
 
 struct fgk_dwarf {
 	Dwfl *dwfl;
@@ -24,11 +25,6 @@ static const Dwfl_Callbacks callbacks = {
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 };
-
-static struct fgk_error *dwfl_err(const char *path, const char *what)
-{
-	return fgk_error_new(FGK_ERR_ELF, path, "%s: %s", what, dwfl_errmsg(-1));
-}
 
 struct fgk_error *fgk_dwarf_open(const char *path, struct fgk_dwarf **ret)
 {
@@ -42,11 +38,12 @@ struct fgk_error *fgk_dwarf_open(const char *path, struct fgk_dwarf **ret)
 	d->dwfl = dwfl_begin(&callbacks);
 	if (!d->dwfl) {
 		fgk_dwarf_close(d);
-		return dwfl_err(path, "cannot start libdwfl");
+		return fgk_error_libdwfl(path, "cannot start libdwfl");
 	}
 	d->mod = dwfl_report_offline(d->dwfl, "vmlinux", path, -1);
 	if (!d->mod || dwfl_report_end(d->dwfl, NULL, NULL) != 0) {
-		struct fgk_error *err = dwfl_err(path, "cannot load for DWARF lookups");
+		struct fgk_error *err =
+			fgk_error_libdwfl(path, "cannot load for DWARF lookups");
 
 		fgk_dwarf_close(d);
 		return err;
@@ -231,4 +228,24 @@ void fgk_srcframes_free(struct fgk_srcframe *v, size_t n)
 		free(v[i].file);
 	}
 	free(v);
+}
+
+/*
+ * Where libdwfl put section shndx of a relocatable file (a .ko): libdwfl
+ * lays out an ET_REL file's allocated sections itself and records the
+ * addresses in its section headers; lookups take those addresses.
+ */
+struct fgk_error *fgk__dwarf_section_address(struct fgk_dwarf *d, size_t shndx,
+					     uint64_t *addr)
+{
+	Dwarf_Addr bias = 0;
+	Elf *elf = dwfl_module_getelf(d->mod, &bias);
+	Elf_Scn *scn = elf ? elf_getscn(elf, shndx) : NULL;
+	GElf_Shdr sh;
+
+	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
+		return fgk_error_new(FGK_ERR_LOOKUP, d->path,
+				     "no address for section %zu", shndx);
+	*addr = sh.sh_addr + bias;
+	return NULL;
 }

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Error values: the one error convention of libfgk. */
+/*
+ * Error values: the one error convention of libfgk, and the one wrapper
+ * of each library's error messages (libelf, libdwfl, libkdumpfile, OpenSSL).
+ */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <libelf.h>
+#include <elfutils/libdwfl.h>
+#include <libkdumpfile/kdumpfile.h>
+#include <openssl/err.h>
 
 #include "error.h"
 
@@ -80,15 +86,60 @@ struct fgk_error *fgk_error_os(int errnum, const char *path, const char *fmt,
 	return err;
 }
 
-struct fgk_error *fgk_error_libelf(const char *path, const char *fmt, ...)
+struct fgk_error *fgk_error_libelf(enum fgk_error_code code, const char *path,
+				   const char *fmt, ...)
 {
 	struct fgk_error *err;
 	const char *emsg = elf_errmsg(-1);
 	va_list ap;
 
 	va_start(ap, fmt);
-	err = error_vnew(FGK_ERR_ELF, 0, path, emsg ? emsg : "libelf error",
+	err = error_vnew(code, 0, path, emsg ? emsg : "libelf error", fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+struct fgk_error *fgk_error_libdwfl(const char *path, const char *fmt, ...)
+{
+	struct fgk_error *err;
+	const char *emsg = dwfl_errmsg(-1);
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = error_vnew(FGK_ERR_ELF, 0, path, emsg ? emsg : "libdwfl error",
 			 fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+struct fgk_error *fgk_error_libkdumpfile(kdump_ctx_t *ctx, const char *path,
+					 const char *fmt, ...)
+{
+	struct fgk_error *err;
+	const char *emsg = ctx ? kdump_get_err(ctx) : "out of memory";
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = error_vnew(FGK_ERR_VMCORE, 0, path,
+			 emsg ? emsg : "libkdumpfile error", fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+struct fgk_error *fgk_error_openssl(const char *fmt, ...)
+{
+	unsigned long code = ERR_get_error();
+	char emsg[256];
+	struct fgk_error *err;
+	va_list ap;
+
+	if (code)
+		ERR_error_string_n(code, emsg, sizeof(emsg));
+	else
+		snprintf(emsg, sizeof(emsg), "no OpenSSL error reported");
+	ERR_clear_error();
+	va_start(ap, fmt);
+	err = error_vnew(FGK_ERR_CRYPTO, 0, NULL, emsg, fmt, ap);
 	va_end(ap);
 	return err;
 }

@@ -56,7 +56,7 @@ static int cmp_new(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool randomized(const struct vm_section *s)
+bool vm_section_randomized(const struct vm_section *s)
 {
 	return s->shdr.sh_type == SHT_PROGBITS &&
 	       (s->shdr.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) ==
@@ -89,7 +89,7 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 		return &fgk_enomem;
 	l->seed = *seed;
 	for (size_t i = 1; i < vm->shnum; i++)
-		n += randomized(&vm->secs[i]);
+		n += vm_section_randomized(&vm->secs[i]);
 	if (n == 0) {
 		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				    "no .text.* sections: not built with CONFIG_FG_KASLR (nothing to shuffle)");
@@ -119,7 +119,7 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 		const struct vm_section *s = &vm->secs[i];
 		struct fgk_section *e;
 
-		if (!randomized(s))
+		if (!vm_section_randomized(s))
 			continue;
 		e = &l->secs[k++];
 		e->index = i;
@@ -147,9 +147,16 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 		const struct vm_section *s = &vm->secs[i];
 		uint64_t a = s->shdr.sh_addr, z = a + s->shdr.sh_size;
 
-		if (randomized(s) || !(s->shdr.sh_flags & SHF_ALLOC) ||
+		if (vm_section_randomized(s) || !(s->shdr.sh_flags & SHF_ALLOC) ||
 		    !s->shdr.sh_size)
 			continue;
+		if (z < a) {	/* wraps past the top of the address space */
+			err = fgk_error_new(FGK_ERR_ELF, vm->path,
+					    "corrupt ELF: section %s [0x%llx, +0x%llx) wraps around the address space",
+					    s->name, (unsigned long long)a,
+					    (unsigned long long)s->shdr.sh_size);
+			goto fail;
+		}
 		if (a < l->limit && z > l->start) {
 			err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 					    "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)",

@@ -35,6 +35,18 @@ static bool all_hex(const char *s, size_t len)
 	return true;
 }
 
+/* One line of printable text (tabs allowed): no terminal control bytes. */
+static bool printable_line(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 static char *lower_dup(const char *s, size_t len)
 {
 	char *d = strndup(s, len);
@@ -45,10 +57,20 @@ static char *lower_dup(const char *s, size_t len)
 	return d;
 }
 
+/*
+ * An error at line lineno of the record at path (NULL: text from no file):
+ * the file goes in the error's path field and the message is "line N:
+ * problem", so that fgk_error_string() reads "FILE: line N: problem".
+ */
+#define RECORD_WHERE(path) ((path) ? "" : "seed record: ")
+#define record_error(path, lineno, fmt, ...)				\
+	fgk_error_new(FGK_ERR_RECORD, path, "%sline %u: " fmt,		\
+		      RECORD_WHERE(path), lineno, ##__VA_ARGS__)
+
 struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 					struct fgk_seed_record *rec)
 {
-	const char *line = text, *name = path ? path : "<record>";
+	const char *line = text;
 	bool seen[NKEYS] = { false };
 	struct fgk_error *err = NULL;
 	unsigned lineno = 0;
@@ -78,9 +100,9 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 		while (ke > kb && isspace((unsigned char)ke[-1]))
 			ke--;
 		if (!colon || ke == kb) {
-			err = fgk_error_new(FGK_ERR_RECORD, NULL,
-					    "%s:%u: expected 'key: value', got '%.*s'",
-					    name, lineno, (int)(e - b), b);
+			err = record_error(path, lineno,
+					   "expected 'key: value', got '%.*s'",
+					   (int)(e - b), b);
 			goto fail;
 		}
 		vb = colon + 1;
@@ -92,15 +114,15 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 			    !memcmp(record_keys[k], kb, (size_t)(ke - kb)))
 				break;
 		if (k == NKEYS) {
-			err = fgk_error_new(FGK_ERR_RECORD, NULL,
-					    "%s:%u: unknown key '%.*s' (known: seed, build-id, release, offset, note)",
-					    name, lineno, (int)(ke - kb), kb);
+			err = record_error(path, lineno,
+					   "unknown key '%.*s' (known: seed, build-id, release, offset, note)",
+					   (int)(ke - kb), kb);
 			goto fail;
 		}
 		if (seen[k]) {
-			err = fgk_error_new(FGK_ERR_RECORD, NULL,
-					    "%s:%u: duplicate key '%s'",
-					    name, lineno, record_keys[k]);
+			err = record_error(path, lineno,
+					   "duplicate key '%s'",
+					   record_keys[k]);
 			goto fail;
 		}
 		seen[k] = true;
@@ -108,9 +130,9 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 		case 0:	/* seed */
 			if ((size_t)(ve - vb) != FGK_SEED_HEX_LEN ||
 			    !all_hex(vb, (size_t)(ve - vb))) {
-				err = fgk_error_new(FGK_ERR_RECORD, NULL,
-						    "%s:%u: seed must be 64 hex digits, got '%.*s'",
-						    name, lineno, (int)(ve - vb), vb);
+				err = record_error(path, lineno,
+						   "seed must be 64 hex digits, got '%.*s'",
+						   (int)(ve - vb), vb);
 				goto fail;
 			}
 			val = strndup(vb, (size_t)(ve - vb));
@@ -120,14 +142,20 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 			}
 			err = fgk_seed_parse(val, &rec->seed);
 			free(val);
-			if (err)
+			if (err) {
+				struct fgk_error *e2 = record_error(path, lineno, "%s",
+								    err->message);
+
+				fgk_error_free(err);
+				err = e2;
 				goto fail;
+			}
 			break;
 		case 1:	/* build-id */
-			if (!all_hex(vb, (size_t)(ve - vb))) {
-				err = fgk_error_new(FGK_ERR_RECORD, NULL,
-						    "%s:%u: build-id must be hex, got '%.*s'",
-						    name, lineno, (int)(ve - vb), vb);
+			if (!all_hex(vb, (size_t)(ve - vb)) || (ve - vb) % 2) {
+				err = record_error(path, lineno,
+						   "build-id must be hex bytes (an even number of hex digits), got '%.*s'",
+						   (int)(ve - vb), vb);
 				goto fail;
 			}
 			rec->build_id = lower_dup(vb, (size_t)(ve - vb));
@@ -138,6 +166,12 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 			break;
 		case 2:	/* release */
 		case 4:	/* note */
+			if (!printable_line(vb, (size_t)(ve - vb))) {
+				err = record_error(path, lineno,
+						   "%s contains control characters",
+						   record_keys[k]);
+				goto fail;
+			}
 			val = strndup(vb, (size_t)(ve - vb));
 			if (!val) {
 				err = &fgk_enomem;
@@ -152,9 +186,9 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 			if (ve - vb < 3 || vb[0] != '0' || vb[1] != 'x' ||
 			    !all_hex(vb + 2, (size_t)(ve - vb - 2)) ||
 			    ve - vb - 2 > 16) {
-				err = fgk_error_new(FGK_ERR_RECORD, NULL,
-						    "%s:%u: offset must be 0x-prefixed hex, got '%.*s'",
-						    name, lineno, (int)(ve - vb), vb);
+				err = record_error(path, lineno,
+						   "offset must be 0x-prefixed hex, got '%.*s'",
+						   (int)(ve - vb), vb);
 				goto fail;
 			}
 			rec->has_offset = true;
@@ -163,7 +197,8 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 		}
 	}
 	if (!seen[0]) {
-		err = fgk_error_new(FGK_ERR_RECORD, NULL, "%s: no 'seed:' line", name);
+		err = fgk_error_new(FGK_ERR_RECORD, path, "%sno 'seed:' line",
+				    RECORD_WHERE(path));
 		goto fail;
 	}
 	return NULL;
@@ -175,48 +210,21 @@ fail:
 struct fgk_error *fgk_seed_record_read(const char *path,
 				       struct fgk_seed_record *rec)
 {
-	FILE *f = fopen(path, "re");
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
 	struct fgk_error *err;
+	size_t len;
+	char *buf;
 
-	if (!f)
-		return fgk_error_os(errno, path, "cannot read seed record");
-	for (;;) {
-		size_t r;
+	err = fgk_read_file(path, 1 << 20, false, &buf, &len);
+	if (err) {
+		if (err->code == FGK_ERR_INVALID) {
+			struct fgk_error *e2 = fgk_error_new(FGK_ERR_RECORD, path,
+							     "seed record %s", err->message);
 
-		if (cap - len < 4096) {
-			char *nb;
-
-			if (cap > (1u << 20)) {
-				free(buf);
-				fclose(f);
-				return fgk_error_new(FGK_ERR_RECORD, path,
-						     "seed record is larger than 1 MiB");
-			}
-			nb = realloc(buf, cap + 8192);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return &fgk_enomem;
-			}
-			buf = nb;
-			cap += 8192;
+			fgk_error_free(err);
+			return e2;
 		}
-		r = fread(buf + len, 1, cap - len - 1, f);
-		len += r;
-		if (r == 0)
-			break;
+		return err;
 	}
-	if (ferror(f)) {
-		int e = errno;
-
-		free(buf);
-		fclose(f);
-		return fgk_error_os(e, path, "cannot read seed record");
-	}
-	fclose(f);
-	buf[len] = '\0';
 	if (strlen(buf) != len) {
 		free(buf);
 		return fgk_error_new(FGK_ERR_RECORD, path,
@@ -227,11 +235,6 @@ struct fgk_error *fgk_seed_record_read(const char *path,
 	return err;
 }
 
-static bool single_line(const char *s)
-{
-	return !strchr(s, '\n') && !strchr(s, '\r');
-}
-
 struct fgk_error *fgk_seed_record_format(const struct fgk_seed_record *rec,
 					 char **ret)
 {
@@ -240,13 +243,19 @@ struct fgk_error *fgk_seed_record_format(const struct fgk_seed_record *rec,
 	size_t len = 0;
 	FILE *f;
 
-	if ((rec->release && !single_line(rec->release)) ||
-	    (rec->note && !single_line(rec->note)))
+	if (rec->release && !printable_line(rec->release, strlen(rec->release)))
 		return fgk_error_new(FGK_ERR_INVALID, NULL,
-				     "seed record values must be single lines");
-	if (rec->build_id && !all_hex(rec->build_id, strlen(rec->build_id)))
+				     "seed record: release '%s' is not one line of printable text",
+				     rec->release);
+	if (rec->note && !printable_line(rec->note, strlen(rec->note)))
 		return fgk_error_new(FGK_ERR_INVALID, NULL,
-				     "build-id must be hex");
+				     "seed record: note '%s' is not one line of printable text (no newlines or control characters)",
+				     rec->note);
+	if (rec->build_id && (!all_hex(rec->build_id, strlen(rec->build_id)) ||
+			      strlen(rec->build_id) % 2))
+		return fgk_error_new(FGK_ERR_INVALID, NULL,
+				     "seed record: build-id '%s' is not hex bytes (an even number of hex digits)",
+				     rec->build_id);
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return &fgk_enomem;
@@ -270,58 +279,6 @@ struct fgk_error *fgk_seed_record_format(const struct fgk_seed_record *rec,
 	}
 	*ret = buf;
 	return NULL;
-}
-
-struct fgk_error *fgk_write_file_atomic(const char *path, const void *data,
-					size_t len)
-{
-	char *tmp;
-	int fd;
-	const char *p = data;
-	struct fgk_error *err = NULL;
-
-	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
-		return &fgk_enomem;
-	fd = mkstemp(tmp);
-	if (fd < 0) {
-		err = fgk_error_os(errno, path, "cannot create");
-		free(tmp);
-		return err;
-	}
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			err = fgk_error_os(errno, path, "cannot write");
-			goto fail;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	if (fchmod(fd, 0644) < 0 || fsync(fd) < 0) {
-		err = fgk_error_os(errno, path, "cannot write");
-		goto fail;
-	}
-	if (close(fd) < 0) {
-		fd = -1;
-		err = fgk_error_os(errno, path, "cannot write");
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		err = fgk_error_os(errno, path, "cannot write");
-		goto fail;
-	}
-	free(tmp);
-	return NULL;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	free(tmp);
-	return err;
 }
 
 struct fgk_error *fgk_seed_record_write(const struct fgk_seed_record *rec,

@@ -23,6 +23,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "vmlinux.h"
@@ -33,19 +35,16 @@ struct relink {
 	unsigned char *buf;		/* the output image */
 	size_t size;
 	int64_t *delta;			/* per section index */
-	Elf64_Shdr *shdrs;		/* in buf */
 	struct fgk_relink_stats *st;
+	/* tables scripts/sorttable sorted after the link (see fix_sorted_tables) */
+	struct sorted_table {
+		size_t sec;		/* section index holding it */
+		uint64_t start, end;	/* link addresses */
+		unsigned entsize;
+		bool abs64;		/* one absolute u64 entry, else PC32 fields */
+	} sorted[3];
+	unsigned nsorted;
 };
-
-static uint64_t shndx_of(const Elf64_Sym *sym, const Elf32_Word *xindex,
-			 size_t i, size_t nx)
-{
-	if (sym->st_shndx == SHN_XINDEX)
-		return xindex && i < nx ? xindex[i] : SHN_UNDEF;
-	if (sym->st_shndx >= SHN_LORESERVE)
-		return SHN_UNDEF;	/* SHN_ABS, SHN_COMMON: never moved */
-	return sym->st_shndx;
-}
 
 /* File offset of link address addr inside the PT_LOAD segment holding it. */
 static bool addr_to_offset(struct fgk_vmlinux *vm, uint64_t addr, uint64_t *off)
@@ -59,12 +58,25 @@ static bool addr_to_offset(struct fgk_vmlinux *vm, uint64_t addr, uint64_t *off)
 
 		if (!gelf_getphdr(vm->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (addr >= ph.p_vaddr && addr <= ph.p_vaddr + ph.p_filesz) {
+		if (addr >= ph.p_vaddr && addr - ph.p_vaddr <= ph.p_filesz &&
+		    ph.p_offset <= vm->image_size &&
+		    addr - ph.p_vaddr <= vm->image_size - ph.p_offset) {
 			*off = ph.p_offset + (addr - ph.p_vaddr);
 			return true;
 		}
 	}
 	return false;
+}
+
+/* The output's section header i (unaligned-safe: e_shoff is untrusted). */
+static void get_shdr(const struct relink *r, size_t i, Elf64_Shdr *sh)
+{
+	memcpy(sh, r->buf + r->vm->ehdr.e_shoff + i * sizeof(*sh), sizeof(*sh));
+}
+
+static void put_shdr(struct relink *r, size_t i, const Elf64_Shdr *sh)
+{
+	memcpy(r->buf + r->vm->ehdr.e_shoff + i * sizeof(*sh), sh, sizeof(*sh));
 }
 
 /* Move the code: int3 over [start, limit), then every section at its new place. */
@@ -84,57 +96,81 @@ static struct fgk_error *move_text(struct relink *r)
 	for (size_t i = 0; i < l->n; i++) {
 		const struct fgk_section *s = &l->secs[i];
 		const GElf_Shdr *old = &r->vm->secs[s->index].shdr;
-		Elf64_Shdr *sh = &r->shdrs[s->index];
 		uint64_t dst = old->sh_offset + (s->new_addr - s->addr);
+		Elf64_Shdr sh;
 
-		if (dst < off_start || dst + old->sh_size > off_limit)
+		if (dst < off_start || dst > off_limit ||
+		    old->sh_size > off_limit - dst)
 			return fgk_error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
 					     "section %s does not map into the randomized region of the file",
 					     s->name);
 		memcpy(r->buf + dst, r->vm->image + old->sh_offset, old->sh_size);
-		sh->sh_addr = s->new_addr;
-		sh->sh_offset = dst;
+		get_shdr(r, s->index, &sh);
+		sh.sh_addr = s->new_addr;
+		sh.sh_offset = dst;
+		put_shdr(r, s->index, &sh);
 	}
 	return NULL;
 }
 
 /* The SHT_SYMTAB_SHNDX table of symbol table symndx (in the input), if any. */
-static const Elf32_Word *find_xindex(struct fgk_vmlinux *vm, size_t symndx,
-				     size_t *nx)
+static const unsigned char *find_xindex(struct fgk_vmlinux *vm, size_t symndx,
+					size_t *nx)
 {
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
 		if (sh->sh_type == SHT_SYMTAB_SHNDX && sh->sh_link == symndx) {
 			*nx = sh->sh_size / sizeof(Elf32_Word);
-			return (const Elf32_Word *)(vm->image + sh->sh_offset);
+			return (const unsigned char *)vm->image + sh->sh_offset;
 		}
 	}
 	*nx = 0;
 	return NULL;
 }
 
+static uint64_t shndx_of(const Elf64_Sym *sym, const unsigned char *xindex,
+			 size_t i, size_t nx)
+{
+	Elf32_Word x;
+
+	if (sym->st_shndx == SHN_XINDEX) {
+		if (!xindex || i >= nx)
+			return SHN_UNDEF;
+		memcpy(&x, xindex + i * sizeof(x), sizeof(x));
+		return x;
+	}
+	if (sym->st_shndx >= SHN_LORESERVE)
+		return SHN_UNDEF;	/* SHN_ABS, SHN_COMMON: never moved */
+	return sym->st_shndx;
+}
+
 /*
  * Move every symbol defined in a randomized section and record, per symbol,
  * the displacement of its section (the relocation pass needs it for S).
+ * Symbols are copied in and out: the file's alignment is untrusted.
  */
 static struct fgk_error *fix_symtab(struct relink *r, size_t symndx,
 				    int64_t **symdelta, size_t *nsyms)
 {
 	const GElf_Shdr *sh = &r->vm->secs[symndx].shdr;
-	Elf64_Sym *syms = (Elf64_Sym *)(r->buf + sh->sh_offset);
+	unsigned char *base = r->buf + sh->sh_offset;
 	size_t n = sh->sh_size / sizeof(Elf64_Sym), nx;
-	const Elf32_Word *xindex = find_xindex(r->vm, symndx, &nx);
+	const unsigned char *xindex = find_xindex(r->vm, symndx, &nx);
 	int64_t *d = calloc(n ? n : 1, sizeof(*d));
 
 	if (!d)
 		return &fgk_enomem;
 	for (size_t i = 1; i < n; i++) {
-		uint64_t shndx = shndx_of(&syms[i], xindex, i, nx);
+		Elf64_Sym sym;
+		uint64_t shndx;
 
+		memcpy(&sym, base + i * sizeof(sym), sizeof(sym));
+		shndx = shndx_of(&sym, xindex, i, nx);
 		if (shndx < r->vm->shnum && r->delta[shndx]) {
 			d[i] = r->delta[shndx];
-			syms[i].st_value += d[i];
+			sym.st_value += (uint64_t)d[i];
+			memcpy(base + i * sizeof(sym), &sym, sizeof(sym));
 			r->st->symbols++;
 		}
 	}
@@ -143,6 +179,24 @@ static struct fgk_error *fix_symtab(struct relink *r, size_t symndx,
 	return NULL;
 }
 
+/* Bytes a relocation of this type patches, or 0 if unsupported. */
+static unsigned field_size(uint32_t type)
+{
+	switch (type) {
+	case R_X86_64_64:
+	case R_X86_64_PC64:
+		return 8;
+	case R_X86_64_32:
+	case R_X86_64_32S:
+	case R_X86_64_PC32:
+	case R_X86_64_PLT32:
+		return 4;
+	default:
+		return 0;
+	}
+}
+
+/* Add change to the field (unsigned arithmetic: no signed overflow). */
 static struct fgk_error *patch(struct relink *r, unsigned char *field,
 			       uint32_t type, int64_t change, uint64_t where,
 			       const char *secname)
@@ -150,10 +204,10 @@ static struct fgk_error *patch(struct relink *r, unsigned char *field,
 	switch (type) {
 	case R_X86_64_64:
 	case R_X86_64_PC64: {
-		int64_t v;
+		uint64_t v;
 
 		memcpy(&v, field, 8);
-		v += change;
+		v += (uint64_t)change;
 		memcpy(field, &v, 8);
 		return NULL;
 	}
@@ -162,7 +216,7 @@ static struct fgk_error *patch(struct relink *r, unsigned char *field,
 		uint64_t nv;
 
 		memcpy(&v, field, 4);
-		nv = (uint64_t)v + change;
+		nv = (uint64_t)v + (uint64_t)change;
 		if (nv > UINT32_MAX)
 			goto overflow;
 		v = (uint32_t)nv;
@@ -176,6 +230,9 @@ static struct fgk_error *patch(struct relink *r, unsigned char *field,
 		int64_t nv;
 
 		memcpy(&v, field, 4);
+		/* |change| < 2^63 - 2^31 keeps v + change in range */
+		if (change > INT64_MAX - INT32_MAX || change < INT64_MIN - INT32_MIN)
+			goto overflow;
 		nv = (int64_t)v + change;
 		if (nv < INT32_MIN || nv > INT32_MAX)
 			goto overflow;
@@ -200,6 +257,163 @@ static bool is_pcrel(uint32_t type)
 	       type == R_X86_64_PC64;
 }
 
+/* Is link address p inside one of the tables sorted after the link? */
+static bool in_sorted_table(const struct relink *r, uint64_t p)
+{
+	for (unsigned t = 0; t < r->nsorted; t++)
+		if (p >= r->sorted[t].start && p < r->sorted[t].end)
+			return true;
+	return false;
+}
+
+static void add_sorted_table(struct relink *r, size_t sec, uint64_t start,
+			     uint64_t end, unsigned entsize, bool abs64)
+{
+	const GElf_Shdr *sh = &r->vm->secs[sec].shdr;
+
+	if (r->nsorted >= sizeof(r->sorted) / sizeof(r->sorted[0]) ||
+	    sh->sh_type != SHT_PROGBITS || start > end || start < sh->sh_addr ||
+	    end - sh->sh_addr > sh->sh_size || (end - start) % entsize)
+		return;		/* not a table this rule knows: left as relocated */
+	r->sorted[r->nsorted++] = (struct sorted_table){ sec, start, end, entsize, abs64 };
+}
+
+/*
+ * scripts/sorttable sorts __ex_table, .orc_unwind_ip and __mcount_loc in
+ * vmlinux after the linker wrote the relocations, so their relocations no
+ * longer describe their entries (it zaps those of __ex_table; the others
+ * name the target of whatever entry a slot held before the sort).  As the
+ * kernel's relocs tool and the decompressor do, take each target from the
+ * contents: a PC32 field points at P + value, an absolute entry at its
+ * value.  fix_relocations() skips relocations inside these tables.
+ */
+static void find_sorted_tables(struct relink *r)
+{
+	struct fgk_vmlinux *vm = r->vm;
+	struct fgk_symbol a, b;
+	struct fgk_error *ea, *eb;
+
+	for (size_t i = 1; i < vm->shnum; i++) {
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+		const char *name = vm->secs[i].name;
+
+		if (!name || !(sh->sh_flags & SHF_ALLOC))
+			continue;
+		if (!strcmp(name, "__ex_table"))	/* insn, fixup, data */
+			add_sorted_table(r, i, sh->sh_addr, sh->sh_addr + sh->sh_size, 12, false);
+		else if (!strcmp(name, ".orc_unwind_ip"))
+			add_sorted_table(r, i, sh->sh_addr, sh->sh_addr + sh->sh_size, 4, false);
+	}
+	ea = fgk_symbol_lookup(vm, "__start_mcount_loc", &a);
+	eb = ea ? NULL : fgk_symbol_lookup(vm, "__stop_mcount_loc", &b);
+	if (!ea && !eb) {
+		for (size_t i = 1; i < vm->shnum; i++) {
+			const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+			if ((sh->sh_flags & SHF_ALLOC) && sh->sh_type == SHT_PROGBITS &&
+			    a.addr >= sh->sh_addr && a.addr - sh->sh_addr < sh->sh_size) {
+				add_sorted_table(r, i, a.addr, b.addr, 8, true);
+				break;
+			}
+		}
+	}
+	fgk_error_free(ea);
+	fgk_error_free(eb);
+}
+
+static struct fgk_error *fix_sorted_tables(struct relink *r)
+{
+	for (unsigned t = 0; t < r->nsorted; t++) {
+		const struct sorted_table *st = &r->sorted[t];
+		const GElf_Shdr *sh = &r->vm->secs[st->sec].shdr;
+		const unsigned char *in = (const unsigned char *)r->vm->image + sh->sh_offset;
+		int64_t dx = r->delta[st->sec];
+		Elf64_Shdr out;
+
+		get_shdr(r, st->sec, &out);
+		for (uint64_t p = st->start; p < st->end; p += st->entsize) {
+			uint64_t off = p - sh->sh_addr, target;
+			unsigned nfields = st->abs64 ? 1 : (st->entsize == 12 ? 2 : 1);
+
+			for (unsigned f = 0; f < nfields; f++) {
+				uint64_t at = off + 4 * f;
+				struct fgk_error *err;
+				int64_t change;
+
+				if (st->abs64) {
+					memcpy(&target, in + at, 8);
+					change = (int64_t)(fgk_layout_map(r->l, target) - target);
+				} else {
+					int32_t v;
+
+					memcpy(&v, in + at, 4);
+					target = p + 4 * f + (uint64_t)(int64_t)v;
+					change = (int64_t)(fgk_layout_map(r->l, target) - target -
+							   (uint64_t)dx);
+				}
+				if (!change)
+					continue;
+				err = patch(r, r->buf + out.sh_offset + at,
+					    st->abs64 ? R_X86_64_64 : R_X86_64_PC32, change,
+					    p + 4 * f, r->vm->secs[st->sec].name);
+				if (err)
+					return err;
+				r->st->relocations++;
+			}
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Which relocation sections relink applies: those against the symbol
+ * table.  Dynamic ones (against .dynsym) are skipped; anything else that
+ * does not make sense is an error, never silently ignored.
+ */
+static struct fgk_error *check_rela_section(struct fgk_vmlinux *vm, size_t i,
+					    size_t symndx, bool *apply)
+{
+	const GElf_Shdr *rs = &vm->secs[i].shdr;
+	const char *name = vm->secs[i].name;
+	size_t link = rs->sh_link, x = rs->sh_info;
+
+	*apply = false;
+	if (link == 0 || link >= vm->shnum)
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: relocation section %s links to section %zu of %zu",
+				     name, link, vm->shnum);
+	if (vm->secs[link].shdr.sh_type == SHT_DYNSYM)
+		return NULL;	/* dynamic relocations: not relinked */
+	if (link != symndx)
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: relocation section %s links to section %zu, not to the symbol table %zu",
+				     name, link, symndx);
+	if (x == 0 || x >= vm->shnum)
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: relocation section %s applies to section %zu of %zu",
+				     name, x, vm->shnum);
+	if (rs->sh_entsize != sizeof(Elf64_Rela) && rs->sh_size)
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: relocation section %s has entry size %llu, not %zu",
+				     name, (unsigned long long)rs->sh_entsize,
+				     sizeof(Elf64_Rela));
+	if (rs->sh_size % sizeof(Elf64_Rela))
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: relocation section %s is not a whole number of entries",
+				     name);
+	switch (vm->secs[x].shdr.sh_type) {
+	case SHT_NULL:
+	case SHT_NOBITS:
+		if (!rs->sh_size)
+			return NULL;
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: relocation section %s applies to section %s, which has no file contents",
+				     name, vm->secs[x].name);
+	}
+	*apply = true;
+	return NULL;
+}
+
 static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdelta,
 					 size_t nsyms, size_t symndx)
 {
@@ -209,10 +423,11 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 		const GElf_Shdr *rs = &vm->secs[i].shdr;
 		size_t x = rs->sh_info;
 		const GElf_Shdr *xs;
-		bool alloc;
-		Elf64_Rela *rela;
+		Elf64_Shdr xout;
+		bool alloc, apply;
 		size_t n;
 		int64_t dx;
+		struct fgk_error *err;
 
 		if (rs->sh_type == SHT_REL)
 			return fgk_error_new(FGK_ERR_ELF, vm->path,
@@ -220,37 +435,59 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 					     vm->secs[i].name);
 		if (rs->sh_type != SHT_RELA)
 			continue;
-		if (rs->sh_link != symndx || x == 0 || x >= vm->shnum)
-			continue;	/* dynamic or unrelated relocations */
-		xs = &vm->secs[x].shdr;
-		if (xs->sh_type == SHT_NOBITS)
+		err = check_rela_section(vm, i, symndx, &apply);
+		if (err)
+			return err;
+		if (!apply)
 			continue;
+		xs = &vm->secs[x].shdr;
+		get_shdr(r, x, &xout);	/* the new file offset, if x moved */
 		alloc = xs->sh_flags & SHF_ALLOC;
 		dx = r->delta[x];
-		rela = (Elf64_Rela *)(r->buf + rs->sh_offset);
 		n = rs->sh_size / sizeof(Elf64_Rela);
 		for (size_t k = 0; k < n; k++) {
-			uint32_t type = ELF64_R_TYPE(rela[k].r_info);
-			size_t sym = ELF64_R_SYM(rela[k].r_info);
-			uint64_t off = alloc ? rela[k].r_offset - xs->sh_addr
-					     : rela[k].r_offset;
-			int64_t ds = sym < nsyms ? symdelta[sym] : 0;
-			int64_t change;
-			struct fgk_error *err;
+			Elf64_Rela rela;
+			uint32_t type;
+			size_t sym;
+			uint64_t off;
+			int64_t ds, change;
+			unsigned fsz;
 
+			/* read from the input: the output may be patched over it */
+			memcpy(&rela, vm->image + rs->sh_offset + k * sizeof(rela),
+			       sizeof(rela));
+			type = ELF64_R_TYPE(rela.r_info);
+			sym = ELF64_R_SYM(rela.r_info);
+			off = alloc ? rela.r_offset - xs->sh_addr : rela.r_offset;
 			if (type == R_X86_64_NONE)
 				continue;
-			if (off >= xs->sh_size || xs->sh_size - off < 4)
+			if (sym >= nsyms)
 				return fgk_error_new(FGK_ERR_ELF, vm->path,
-						     "relocation %zu of %s points outside %s",
+						     "corrupt ELF: relocation %zu of %s refers to symbol %zu of %zu",
+						     k, vm->secs[i].name, sym, nsyms);
+			fsz = field_size(type);
+			ds = symdelta[sym];
+			change = is_pcrel(type) ? (int64_t)((uint64_t)ds - (uint64_t)dx) : ds;
+			if (off >= xs->sh_size || xs->sh_size - off < (fsz ? fsz : 1))
+				return fgk_error_new(FGK_ERR_ELF, vm->path,
+						     "corrupt ELF: relocation %zu of %s points outside %s",
 						     k, vm->secs[i].name, vm->secs[x].name);
-			change = is_pcrel(type) ? ds - dx : ds;
-			if (alloc)
-				rela[k].r_offset += dx;
+			if (alloc && in_sorted_table(r, rela.r_offset))
+				continue;	/* fix_sorted_tables() */
+			if (alloc) {
+				rela.r_offset += (uint64_t)dx;
+				memcpy(r->buf + rs->sh_offset + k * sizeof(rela),
+				       &rela, sizeof(rela));
+			}
 			if (!change)
 				continue;
-			/* r->shdrs[x].sh_offset is already the new file offset. */
-			err = patch(r, r->buf + r->shdrs[x].sh_offset + off, type,
+			if (!fsz)
+				return fgk_error_new(FGK_ERR_ELF, vm->path,
+						     "unsupported relocation type %u at 0x%llx in %s against moved code",
+						     type, (unsigned long long)(xs->sh_addr + off),
+						     vm->secs[x].name);
+			/* xout.sh_offset is already the new file offset */
+			err = patch(r, r->buf + xout.sh_offset + off, type,
 				    change, xs->sh_addr + off, vm->secs[x].name);
 			if (err)
 				return err;
@@ -285,12 +522,22 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	if (err)
 		return err;
 	for (size_t i = 1; i < vm->shnum; i++) {
-		if (vm->secs[i].shdr.sh_type == SHT_SYMTAB)
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+		if (sh->sh_type == SHT_SYMTAB) {
+			if (symndx)
+				return fgk_error_new(FGK_ERR_ELF, vm->path,
+						     "corrupt ELF: more than one symbol table (sections %zu and %zu)",
+						     symndx, i);
 			symndx = i;
-		if (vm->secs[i].shdr.sh_type == SHT_RELA &&
-		    (vm->secs[vm->secs[i].shdr.sh_info].shdr.sh_flags & SHF_EXECINSTR))
+		}
+		if (sh->sh_type == SHT_RELA && sh->sh_info < vm->shnum &&
+		    (vm->secs[sh->sh_info].shdr.sh_flags & SHF_EXECINSTR))
 			nrela++;
 	}
+	if (vm->secs[symndx].shdr.sh_entsize != sizeof(Elf64_Sym))
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: bad .symtab entry size");
 	if (!nrela)
 		return fgk_error_new(FGK_ERR_ELF, vm->path,
 				     "no relocations for the code (.rela.text*): vmlinux must be linked with --emit-relocs, as x86_64 vmlinux normally is");
@@ -303,7 +550,7 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 		goto out;
 	}
 	memcpy(r.buf, vm->image, r.size);
-	r.shdrs = (Elf64_Shdr *)(r.buf + vm->ehdr.e_shoff);
+	find_sorted_tables(&r);
 	for (size_t i = 0; i < l->n; i++) {
 		r.delta[l->secs[i].index] = (int64_t)(l->secs[i].new_addr - l->secs[i].addr);
 		if (r.delta[l->secs[i].index])
@@ -318,6 +565,9 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	err = fix_relocations(&r, symdelta, nsyms, symndx);
 	if (err)
 		goto out;
+	err = fix_sorted_tables(&r);
+	if (err)
+		goto out;
 	*image = r.buf;
 	*size = r.size;
 	r.buf = NULL;
@@ -328,6 +578,19 @@ out:
 	return err;
 }
 
+/* Never write over the input (-o VMLINUX, a hard link of it). */
+static struct fgk_error *same_file(struct fgk_vmlinux *vm, const char *out)
+{
+	struct stat a, b;
+
+	if (fstat(vm->fd, &a) == 0 && stat(out, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return fgk_error_new(FGK_ERR_INVALID, out,
+				     "is the input vmlinux %s: refusing to overwrite it",
+				     vm->path);
+	return NULL;
+}
+
 struct fgk_error *fgk_relink(struct fgk_vmlinux *vm, const struct fgk_layout *l,
 			     const char *out_path, struct fgk_relink_stats *stats)
 {
@@ -335,6 +598,9 @@ struct fgk_error *fgk_relink(struct fgk_vmlinux *vm, const struct fgk_layout *l,
 	size_t size;
 	struct fgk_error *err;
 
+	err = same_file(vm, out_path);
+	if (err)
+		return err;
 	err = fgk_relink_image(vm, l, &image, &size, stats);
 	if (err)
 		return err;

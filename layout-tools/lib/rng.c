@@ -30,12 +30,6 @@ struct fgk_rng {
 
 static const uint8_t zeros[RNG_CHUNK];
 
-static struct fgk_error *crypto_error(const char *what)
-{
-	return fgk_error_new(FGK_ERR_CRYPTO, NULL,
-			     "OpenSSL ChaCha20 %s failed", what);
-}
-
 static struct fgk_error *cipher_init(EVP_CIPHER_CTX **ret,
 				     const uint8_t key[32], uint32_t counter,
 				     const uint8_t nonce[12])
@@ -52,7 +46,7 @@ static struct fgk_error *cipher_init(EVP_CIPHER_CTX **ret,
 	memcpy(iv + 4, nonce, 12);
 	if (EVP_EncryptInit_ex(ctx, EVP_chacha20(), NULL, key, iv) != 1) {
 		EVP_CIPHER_CTX_free(ctx);
-		return crypto_error("init");
+		return fgk_error_openssl("OpenSSL ChaCha20 init failed");
 	}
 	*ret = ctx;
 	return NULL;
@@ -65,7 +59,7 @@ static struct fgk_error *keystream(EVP_CIPHER_CTX *ctx, uint8_t *out,
 
 	if (EVP_EncryptUpdate(ctx, out, &outl, zeros, (int)len) != 1 ||
 	    (size_t)outl != len)
-		return crypto_error("keystream");
+		return fgk_error_openssl("OpenSSL ChaCha20 keystream failed");
 	return NULL;
 }
 

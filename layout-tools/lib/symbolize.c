@@ -7,6 +7,8 @@
  * seed's layout and the base offset.
  */
 #include <ctype.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -16,6 +18,19 @@
 #include "error.h"
 #include "vmlinux.h"
 
+/* A module met in a frame or a sections capture. */
+struct smod {
+	char *name;
+	struct fgk_module *m;	/* NULL: no .ko found under the directories */
+};
+
+/* A module section at a known runtime address (sections capture). */
+struct msec {
+	struct fgk_module *m;
+	size_t shndx;
+	uint64_t addr, size;
+};
+
 struct fgk_symbolizer {
 	struct fgk_vmlinux *vm;
 	const struct fgk_layout *l;	/* NULL: no seed, randomized code unknown */
@@ -23,7 +38,14 @@ struct fgk_symbolizer {
 	bool have_offset;
 	uint64_t offset;
 	const char *offset_source;
+	int prio;			/* where the offset came from (PRIO_*) */
 	size_t decoded;			/* frames/addresses annotated so far */
+	char **mod_dirs;		/* NULL-terminated */
+	size_t nmod_dirs;
+	struct smod *mods;
+	size_t nmods;
+	struct msec *msecs;
+	size_t nmsecs;
 };
 
 struct fgk_error *fgk_symbolizer_new(struct fgk_vmlinux *vm,
@@ -50,7 +72,89 @@ struct fgk_error *fgk_symbolizer_new(struct fgk_vmlinux *vm,
 
 void fgk_symbolizer_free(struct fgk_symbolizer *s)
 {
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nmod_dirs; i++)
+		free(s->mod_dirs[i]);
+	free(s->mod_dirs);
+	for (size_t i = 0; i < s->nmods; i++) {
+		free(s->mods[i].name);
+		fgk_module_close(s->mods[i].m);
+	}
+	free(s->mods);
+	free(s->msecs);
 	free(s);
+}
+
+struct fgk_error *fgk_symbolizer_add_module_dir(struct fgk_symbolizer *s,
+						const char *dir)
+{
+	char **v;
+	struct stat st;
+
+	if (stat(dir, &st) < 0)
+		return fgk_error_os(errno, dir, "cannot use as a module directory");
+	if (!S_ISDIR(st.st_mode))
+		return fgk_error_new(FGK_ERR_INVALID, dir, "not a directory (--modules takes where MOD.ko files are)");
+	v = realloc(s->mod_dirs, (s->nmod_dirs + 2) * sizeof(*v));
+	if (!v)
+		return &fgk_enomem;
+	s->mod_dirs = v;
+	if (!(v[s->nmod_dirs] = strdup(dir)))
+		return &fgk_enomem;
+	v[++s->nmod_dirs] = NULL;
+	return NULL;
+}
+
+/*
+ * The module called name[0..len): found under the module directories,
+ * opened and checked against vmlinux once.  *ret NULL (no error) when no
+ * .ko of that name is there; a .ko of another build is an error.
+ */
+static struct fgk_error *get_module(struct fgk_symbolizer *s, const char *name,
+				    size_t len, struct fgk_module **ret)
+{
+	struct smod *v;
+	char *path = NULL;
+	struct fgk_error *err;
+	struct fgk_module *m = NULL;
+
+	*ret = NULL;
+	for (size_t i = 0; i < s->nmods; i++)
+		if (fgk_module_name_eq(s->mods[i].name, strlen(s->mods[i].name),
+				       name, len)) {
+			*ret = s->mods[i].m;
+			return NULL;
+		}
+	if (!s->nmod_dirs)
+		return NULL;
+	v = realloc(s->mods, (s->nmods + 1) * sizeof(*v));
+	if (!v)
+		return &fgk_enomem;
+	s->mods = v;
+	if (!(v[s->nmods].name = strndup(name, len)))
+		return &fgk_enomem;
+	v[s->nmods].m = NULL;
+	err = fgk_module_find((const char *const *)s->mod_dirs, v[s->nmods].name,
+			      &path);
+	s->nmods++;
+	if (err) {
+		bool missing = err->code == FGK_ERR_LOOKUP;
+
+		fgk_error_free(err);
+		return missing ? NULL : err;
+	}
+	err = fgk_module_open(path, &m);
+	free(path);
+	if (!err)
+		err = fgk_module_check(m, s->vm);
+	if (err) {
+		fgk_module_close(m);
+		return err;
+	}
+	v[s->nmods - 1].m = m;
+	*ret = m;
+	return NULL;
 }
 
 void fgk_symbolizer_set_offset(struct fgk_symbolizer *s, uint64_t offset,
@@ -59,6 +163,7 @@ void fgk_symbolizer_set_offset(struct fgk_symbolizer *s, uint64_t offset,
 	s->have_offset = true;
 	s->offset = offset;
 	s->offset_source = source;
+	s->prio = 3;	/* PRIO_SET; learn() lowers it for what it finds */
 }
 
 bool fgk_symbolizer_get_offset(const struct fgk_symbolizer *s, uint64_t *offset,
@@ -181,16 +286,31 @@ static void sb_printf(struct sbuf *b, const char *fmt, ...)
 	}
 }
 
-/* " (file:line file:line ...)" like decode_stacktrace.sh, or nothing. */
-static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t link)
+static struct fgk_error *src_lookup(struct fgk_symbolizer *s,
+				    struct fgk_module *m, size_t shndx,
+				    uint64_t addr, struct fgk_srcframe **f,
+				    size_t *n)
+{
+	if (m)
+		return fgk_module_lookup(m, shndx, addr, f, n);
+	return fgk_dwarf_lookup(s->dwarf, addr, f, n);
+}
+
+/*
+ * " (file:line file:line ...)" like decode_stacktrace.sh, or nothing.
+ * m NULL: vmlinux at link address link; else offset link of section
+ * shndx of module m.
+ */
+static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
+			     struct fgk_module *m, size_t shndx, uint64_t link)
 {
 	struct fgk_srcframe *f;
 	size_t n;
 	struct fgk_error *err;
 
-	if (!s->dwarf)
+	if (!m && !s->dwarf)
 		return;
-	err = fgk_dwarf_lookup(s->dwarf, link, &f, &n);
+	err = src_lookup(s, m, shndx, link, &f, &n);
 	if (!err && (!n || !f[0].file || !f[0].line)) {
 		fgk_srcframes_free(f, n);
 		err = fgk_error_new(FGK_ERR_LOOKUP, NULL, "no line");
@@ -202,7 +322,7 @@ static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t lin
 		 * at link - 1, is what the frame means.
 		 */
 		fgk_error_free(err);
-		err = fgk_dwarf_lookup(s->dwarf, link - 1, &f, &n);
+		err = src_lookup(s, m, shndx, link - 1, &f, &n);
 	}
 	if (err) {
 		fgk_error_free(err);
@@ -216,47 +336,100 @@ static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t lin
 	fgk_srcframes_free(f, n);
 }
 
+static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t link)
+{
+	append_source_in(s, b, NULL, 0, link);
+}
+
 static bool parse_hex(const char *p, size_t len, uint64_t *v)
 {
-	char buf[32];
-	char *end;
+	uint64_t x = 0;
 
-	if (!len || len >= sizeof(buf))
+	if (!len || len > 16)
 		return false;
-	memcpy(buf, p, len);
-	buf[len] = '\0';
-	*v = strtoull(buf, &end, 16);
-	return *end == '\0';
+	for (size_t i = 0; i < len; i++) {
+		int c = (unsigned char)p[i], d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return false;
+		x = x << 4 | (uint64_t)d;
+	}
+	*v = x;
+	return true;
+}
+
+/* Hex digits at p (at most end - p), "0x" required unless loose. */
+static size_t match_hexnum(const char *p, const char *end, bool loose,
+			   uint64_t *v)
+{
+	const char *q = p, *z;
+
+	if (end - q >= 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X'))
+		q += 2;
+	else if (!loose)
+		return 0;
+	z = q;
+	while (z < end && isxdigit((unsigned char)*z))
+		z++;
+	if (!parse_hex(q, (size_t)(z - q), v))
+		return 0;
+	return (size_t)(z - p);
+}
+
+size_t fgk_symoff_parse(const char *text, size_t len, int flags,
+			struct fgk_symoff *ret)
+{
+	bool loose = flags & FGK_SYMOFF_LOOSE;
+	const char *p = text, *end = text + len, *q = p;
+	size_t m;
+
+	memset(ret, 0, sizeof(*ret));
+	while (q < end && *q && !isspace((unsigned char)*q) && *q != '+' &&
+	       *q != '(' && *q != '[')
+		q++;
+	if (q == p)
+		return 0;
+	ret->name = p;
+	ret->name_len = (size_t)(q - p);
+	if (q == end || *q != '+')
+		return loose ? (size_t)(q - p) : 0;
+	q++;
+	m = match_hexnum(q, end, loose, &ret->off);
+	if (!m)
+		return 0;
+	ret->has_off = true;
+	q += m;
+	if (q == end || *q != '/')
+		return loose ? (size_t)(q - p) : 0;
+	q++;
+	m = match_hexnum(q, end, loose, &ret->size);
+	if (!m)
+		return 0;
+	ret->has_size = true;
+	return (size_t)(q + m - p);
 }
 
 /*
- * Match "NAME+0xOFF/0xSIZE" at p (NAME = non-space, non-'+' run ending at
- * p+namelen).  Returns the length of the match or 0.
+ * Match "NAME+0xOFF/0xSIZE" at p.  Returns the length of the match or 0.
  */
-static size_t match_symoff(const char *p, size_t *namelen, uint64_t *off,
-			   uint64_t *size)
+static size_t match_symoff(const char *p, const char *end, size_t *namelen,
+			   uint64_t *off, uint64_t *size)
 {
-	const char *q = p, *o, *z;
+	struct fgk_symoff so;
+	size_t m = fgk_symoff_parse(p, (size_t)(end - p), 0, &so);
 
-	while (*q && !isspace((unsigned char)*q) && *q != '+' && *q != '(' &&
-	       *q != '[')
-		q++;
-	if (q == p || strncmp(q, "+0x", 3))
+	if (!m)
 		return 0;
-	o = q + 3;
-	z = o;
-	while (isxdigit((unsigned char)*z))
-		z++;
-	if (z == o || strncmp(z, "/0x", 3) || !parse_hex(o, z - o, off))
-		return 0;
-	o = z + 3;
-	z = o;
-	while (isxdigit((unsigned char)*z))
-		z++;
-	if (z == o || !parse_hex(o, z - o, size))
-		return 0;
-	*namelen = q - p;
-	return z - p;
+	*namelen = so.name_len;
+	*off = so.off;
+	*size = so.size;
+	return m;
 }
 
 static bool word_start(const char *line, const char *p)
@@ -278,32 +451,81 @@ static bool match_kaddr(const char *line, const char *p, uint64_t *v)
 	return parse_hex(p, 16, v);
 }
 
+/*
+ * "func+0x1/0x2 [mod]" or "[mod BUILDID]" (after the match at after): a
+ * module's frame; name and build-id (bid, may be empty) returned.
+ */
+static bool module_tag(const char *after, const char *end, const char **name,
+		       size_t *nlen, const char **bid, size_t *blen)
+{
+	const char *q;
+
+	while (after < end && *after == ' ')
+		after++;
+	if (!(after + 1 < end && after[0] == '[' && after[1] != '<'))
+		return false;
+	q = ++after;
+	while (q < end && *q != ']' && *q != ' ')
+		q++;
+	*name = after;
+	*nlen = (size_t)(q - after);
+	*bid = q;
+	*blen = 0;
+	if (q < end && *q == ' ') {
+		*bid = ++q;
+		while (q < end && isxdigit((unsigned char)*q))
+			q++;
+		*blen = (size_t)(q - *bid);
+	}
+	return true;
+}
+
+static bool module_frame(const char *after, const char *end)
+{
+	const char *n, *b;
+	size_t nl, bl;
+
+	return module_tag(after, end, &n, &nl, &b, &bl);
+}
+
+/* The address at p is the "[<addr>] func+0x1/0x2 [mod]" of a module frame. */
+static bool module_address(const char *p, const char *end)
+{
+	const char *q = p + 16;
+	uint64_t off, size;
+	size_t nl, m;
+
+	if (end - q < 2 || strncmp(q, ">]", 2))
+		return false;
+	q += 2;
+	while (q < end && (*q == ' ' || *q == '?'))
+		q++;
+	m = match_symoff(q, end, &nl, &off, &size);
+	return m && module_frame(q + m, end);
+}
+
+/*
+ * Offset sources, strongest first: set_offset (--offset, a record), the
+ * "Kernel Offset:" line (wherever it is), a frame with address and symbol.
+ */
+enum { PRIO_NONE, PRIO_FRAME, PRIO_LINE, PRIO_SET };
+
 void fgk_symbolizer_learn(struct fgk_symbolizer *s, const char *text)
 {
-	const char *p;
+	const char *p, *end = text + strlen(text);
+	uint64_t v;
 
-	if (s->have_offset)
+	if (s->prio >= PRIO_LINE)
 		return;
-	p = strstr(text, "Kernel Offset: ");
-	if (p) {
-		uint64_t v;
-		const char *q = p + strlen("Kernel Offset: ");
-
-		if (!strncmp(q, "disabled", 8)) {
-			fgk_symbolizer_set_offset(s, 0, "\"Kernel Offset: disabled\"");
-			return;
-		}
-		if (!strncmp(q, "0x", 2)) {
-			const char *z = q + 2;
-
-			while (isxdigit((unsigned char)*z))
-				z++;
-			if (parse_hex(q + 2, z - q - 2, &v)) {
-				fgk_symbolizer_set_offset(s, v, "the \"Kernel Offset:\" line");
-				return;
-			}
-		}
+	if (fgk_kernel_offset_scan(text, (size_t)(end - text), &v)) {
+		fgk_symbolizer_set_offset(s, v, strstr(text, "Kernel Offset: disabled")
+					  ? "\"Kernel Offset: disabled\""
+					  : "the \"Kernel Offset:\" line");
+		s->prio = PRIO_LINE;
+		return;
 	}
+	if (s->prio >= PRIO_FRAME)
+		return;
 	/* "[<ffffffff8a2b3c4d>] func+0x1c/0x40": runtime and symbolic together */
 	for (p = strstr(text, "[<"); p; p = strstr(p + 2, "[<")) {
 		uint64_t rt, off, size;
@@ -311,16 +533,17 @@ void fgk_symbolizer_learn(struct fgk_symbolizer *s, const char *text)
 		const char *q = p + 2;
 		const struct vm_symbol *sym;
 
-		if (!match_kaddr(text, q, &rt) || strncmp(q + 16, ">]", 2))
+		if (end - q < 18 || !match_kaddr(text, q, &rt) ||
+		    strncmp(q + 16, ">]", 2))
 			continue;
 		q += 18;
 		while (*q == ' ' || *q == '?')
 			q++;
-		m = match_symoff(q, &nl, &off, &size);
-		if (!m)
+		m = match_symoff(q, end, &nl, &off, &size);
+		if (!m || module_frame(q + m, end))
 			continue;
 		sym = text_symbol(s->vm, q, nl, size);
-		if (!sym)
+		if (!sym || off > sym->size)
 			continue;
 		{
 			uint64_t link = sym->value + off;
@@ -328,9 +551,229 @@ void fgk_symbolizer_learn(struct fgk_symbolizer *s, const char *text)
 
 			fgk_symbolizer_set_offset(s, rt - nw,
 						  "a frame printed with both its address and its symbol");
+			s->prio = PRIO_FRAME;
 			return;
 		}
 	}
+}
+
+/* "func+0xOFF/0xSIZE [mod]": decode from mod.ko, found under the dirs. */
+static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
+					 struct sbuf *b, const char *fn,
+					 size_t fnlen, uint64_t off,
+					 uint64_t size, const char *after,
+					 const char *end)
+{
+	const char *name, *bid;
+	size_t nlen, blen;
+	struct fgk_module *m;
+	struct fgk_module_symbol ms;
+	struct fgk_error *err;
+	const char *kbid;
+
+	if (!module_tag(after, end, &name, &nlen, &bid, &blen))
+		return NULL;
+	err = get_module(s, name, nlen, &m);
+	if (err || !m)
+		return err;
+	kbid = fgk_module_build_id(m);
+	if (blen && kbid && (strlen(kbid) != blen || strncasecmp(kbid, bid, blen)))
+		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
+				     "build-id %s, but the trace's module %.*s has %.*s (another build of the module)",
+				     kbid, (int)nlen, name, (int)blen, bid);
+	err = fgk_module_symbol(m, fn, fnlen, size, &ms);
+	if (err) {
+		fgk_error_free(err);
+		return NULL;
+	}
+	if (off > ms.size + 1)
+		return NULL;
+	if (size && ms.size != size)
+		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
+				     "%.*s is 0x%" PRIx64 " bytes in this .ko, 0x%" PRIx64 " in the trace (another build of the module)",
+				     (int)fnlen, fn, ms.size, size);
+	append_source_in(s, b, m, ms.shndx, ms.value + off);
+	s->decoded++;
+	return NULL;
+}
+
+/* A raw address inside a captured module section: explained in extra. */
+static bool module_runtime(struct fgk_symbolizer *s, struct sbuf *extra,
+			   const char *p, uint64_t rt)
+{
+	for (size_t i = 0; i < s->nmsecs; i++) {
+		const struct msec *e = &s->msecs[i];
+		struct fgk_module_symbol ms;
+		struct fgk_error *err;
+		uint64_t off;
+
+		if (rt < e->addr || rt - e->addr >= e->size)
+			continue;
+		off = rt - e->addr;
+		err = fgk_module_symbol_at(e->m, e->shndx, off, &ms);
+		if (err) {
+			fgk_error_free(err);
+			return false;
+		}
+		sb_printf(extra, "    %.16s = %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]",
+			  p, ms.name, off - ms.value, ms.size,
+			  fgk_module_name(e->m));
+		append_source_in(s, extra, e->m, e->shndx, off);
+		sb_printf(extra, "\n");
+		return true;
+	}
+	return false;
+}
+
+static char *trim(char *p)
+{
+	char *e;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	e = p + strlen(p);
+	while (e > p && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return p;
+}
+
+/* One capture line: module name, section name and address. */
+static bool capture_line(char *line, char **mod, char **sec, uint64_t *addr)
+{
+	char *q = strstr(line, "/sections/"), *c, *end;
+	size_t m;
+
+	if (q) {
+		c = strrchr(q, ':');
+		if (!c)
+			return false;
+		*c = '\0';
+		*sec = q + 10;
+		*q = '\0';
+		*mod = strrchr(line, '/') ? strrchr(line, '/') + 1 : line;
+		q = trim(c + 1);
+	} else {
+		*mod = strtok_r(line, " \t", &end);
+		*sec = strtok_r(NULL, " \t", &end);
+		q = strtok_r(NULL, " \t", &end);
+		if (!*mod || !*sec || !q || strtok_r(NULL, " \t", &end))
+			return false;
+	}
+	if (!**mod || !**sec || strchr(*sec, '/'))
+		return false;
+	m = match_hexnum(q, q + strlen(q), false, addr);
+	return m && !q[m];
+}
+
+/* With a seed: the captured core text must be where §8 puts it. */
+static struct fgk_error *check_capture_layout(struct fgk_symbolizer *s,
+					      struct fgk_module *m,
+					      const char *path)
+{
+	struct fgk_module_layout *ml;
+	struct fgk_error *err = fgk_module_layout_compute(m, &s->l->seed, &ml);
+	bool have_base = false;
+	uint64_t base = 0;
+
+	if (err)
+		return err;
+	for (size_t k = 0; k < ml->n && !err; k++) {
+		const struct fgk_module_section *e = &ml->secs[k];
+
+		for (size_t i = 0; i < s->nmsecs; i++) {
+			if (s->msecs[i].m != m || s->msecs[i].shndx != e->index)
+				continue;
+			if (!have_base) {
+				base = s->msecs[i].addr - e->offset;
+				have_base = true;
+			} else if (s->msecs[i].addr != base + e->offset) {
+				err = fgk_error_new(FGK_ERR_BUILD_ID, path,
+						    "module %s: %s at 0x%" PRIx64 ", but the seed's layout (docs/layout-spec.md section 8) puts it at 0x%" PRIx64 ": the capture is of another seed or another build of %s",
+						    fgk_module_name(m), e->name,
+						    s->msecs[i].addr, base + e->offset,
+						    fgk_module_path(m));
+			}
+			break;
+		}
+	}
+	fgk_module_layout_free(ml);
+	return err;
+}
+
+struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
+						 const char *text, size_t len,
+						 const char *path)
+{
+	char *copy = strndup(text, len), *line, *next;
+	struct fgk_error *err = NULL;
+	size_t lineno = 0, first = s->nmsecs, nonzero = 0;
+
+	if (!copy)
+		return &fgk_enomem;
+	if (!path)
+		path = "module sections capture";
+	for (line = copy; line && !err; line = next) {
+		char *mod, *sec, *l;
+		uint64_t addr;
+		struct fgk_module *m;
+		struct fgk_section_info si;
+		struct msec *v;
+
+		next = strchr(line, '\n');
+		if (next)
+			*next++ = '\0';
+		lineno++;
+		l = trim(line);
+		if (!*l || *l == '#')
+			continue;
+		if (!capture_line(l, &mod, &sec, &addr)) {
+			err = fgk_error_new(FGK_ERR_INVALID, path,
+					    "line %zu: not \"MOD/sections/SECTION:0xADDR\" nor \"MOD SECTION 0xADDR\"",
+					    lineno);
+			break;
+		}
+		err = get_module(s, mod, strlen(mod), &m);
+		if (!err && !m)
+			err = fgk_error_new(FGK_ERR_LOOKUP, path,
+					    "line %zu: module %s: no %s.ko under the module directories (--modules)",
+					    lineno, mod, mod);
+		if (err)
+			break;
+		err = fgk_module_section(m, sec, &si);
+		if (err) {
+			fgk_error_free(err);
+			err = fgk_error_new(FGK_ERR_BUILD_ID, path,
+					    "line %zu: %s has no section %s (the capture is of another build of %s)",
+					    lineno, fgk_module_path(m), sec, mod);
+			break;
+		}
+		if (!(si.flags & SHF_ALLOC) || !si.size)
+			continue;
+		if (addr)
+			nonzero++;
+		v = realloc(s->msecs, (s->nmsecs + 1) * sizeof(*v));
+		if (!v) {
+			err = &fgk_enomem;
+			break;
+		}
+		s->msecs = v;
+		v[s->nmsecs++] = (struct msec){ m, si.index, addr, si.size };
+	}
+	free(copy);
+	if (!err && s->nmsecs > first && !nonzero)
+		err = fgk_error_new(FGK_ERR_INVALID, path,
+				    "every address is 0: /sys/module/*/sections hides them from users other than root; capture it as root");
+	for (size_t i = 0; !err && s->l && i < s->nmods; i++) {
+		bool captured = false;
+
+		for (size_t k = first; k < s->nmsecs; k++)
+			captured |= s->msecs[k].m == s->mods[i].m;
+		if (captured)
+			err = check_capture_layout(s, s->mods[i].m, path);
+	}
+	if (err)
+		s->nmsecs = first;
+	return err;
 }
 
 struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
@@ -347,18 +790,38 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 		uint64_t off, size, rt, link;
 		size_t nl, m;
 
-		if (word_start(line, p) && (m = match_symoff(p, &nl, &off, &size))) {
+		if (word_start(line, p) &&
+		    (m = match_symoff(p, line + len, &nl, &off, &size))) {
 			const struct vm_symbol *sym = text_symbol(s->vm, p, nl, size);
-			bool module = false;
-			const char *after = p + m;
-
 			/* "func+0x1/0x2 [mod]": a module symbol, not ours */
-			while (*after == ' ')
-				after++;
-			if (*after == '[' && after[1] != '<')
-				module = true;
+			bool module = module_frame(p + m, line + len);
+
 			sb_printf(&b, "%.*s", (int)m, p);
-			if (sym && !module && off <= sym->size + 1) {
+			if (module) {
+				/* the source goes after " [mod]" */
+				const char *t = p + m;
+				const char *z = memchr(t, ']', (size_t)(line + len - t));
+				struct sbuf src = { 0 };
+				struct fgk_error *err =
+					module_symbolic(s, &src, p, nl, off, size,
+							t, line + len);
+
+				if (err) {
+					free(src.p);
+					free(b.p);
+					free(extra.p);
+					return err;
+				}
+				if (z) {
+					sb_printf(&b, "%.*s", (int)(z + 1 - t), t);
+					m = (size_t)(z + 1 - p);
+				}
+				if (src.len)
+					sb_printf(&b, "%s", src.p);
+				if (src.oom)
+					b.oom = true;
+				free(src.p);
+			} else if (sym && off <= sym->size + 1) {
 				append_source(s, &b, sym->value + off);
 				s->decoded++;
 			}
@@ -367,7 +830,11 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 		}
 		if (match_kaddr(line, p, &rt)) {
 			sb_printf(&b, "%.16s", p);
-			if (runtime_to_link(s, rt, &link)) {
+			if (module_address(p, line + len)) {
+				/* its symbolic part decodes it */
+			} else if (module_runtime(s, &extra, p, rt)) {
+				s->decoded++;
+			} else if (runtime_to_link(s, rt, &link)) {
 				struct fgk_symbol sym;
 				struct fgk_error *err = fgk_symbol_at(s->vm, link, &sym);
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "file.h"
 #include "vmlinux.h"
 
 static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
@@ -25,7 +26,7 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 				     (unsigned long long)vm->ehdr.e_shoff,
 				     vm->image_size);
 	if (elf_getshdrnum(vm->elf, &vm->shnum) != 0)
-		return fgk_error_libelf(p, "cannot read the section count");
+		return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read the section count");
 	if (vm->shnum == 0)
 		return fgk_error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
 	if (vm->ehdr.e_shoff > vm->image_size ||
@@ -37,7 +38,7 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 				     (unsigned long long)vm->ehdr.e_shoff,
 				     vm->image_size);
 	if (elf_getshdrstrndx(vm->elf, &shstrndx) != 0)
-		return fgk_error_libelf(p, "cannot read the section name table index");
+		return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read the section name table index");
 	vm->secs = calloc(vm->shnum, sizeof(*vm->secs));
 	if (!vm->secs)
 		return &fgk_enomem;
@@ -46,8 +47,9 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 		GElf_Shdr *sh = &vm->secs[i].shdr;
 
 		if (!scn || !gelf_getshdr(scn, sh))
-			return fgk_error_libelf(p, "cannot read section header %zu", i);
-		if (sh->sh_type != SHT_NOBITS && sh->sh_type != SHT_NULL &&
+			return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read section header %zu", i);
+		/* SHT_NULL too: its offset must not point anywhere else */
+		if (sh->sh_type != SHT_NOBITS &&
 		    (sh->sh_offset > vm->image_size ||
 		     sh->sh_size > vm->image_size - sh->sh_offset))
 			return fgk_error_new(FGK_ERR_ELF, p,
@@ -58,7 +60,7 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 		else {
 			vm->secs[i].name = elf_strptr(vm->elf, shstrndx, sh->sh_name);
 			if (!vm->secs[i].name)
-				return fgk_error_libelf(p, "cannot read the name of section %zu", i);
+				return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read the name of section %zu", i);
 		}
 	}
 	return NULL;
@@ -163,11 +165,11 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 		return fgk_error_new(FGK_ERR_ELF, p, "corrupt ELF: .symtab has no string table");
 	data = elf_getdata(elf_getscn(vm->elf, symtab), NULL);
 	if (!data)
-		return fgk_error_libelf(p, "cannot read .symtab");
+		return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read .symtab");
 	if (xndx) {
 		xdata = elf_getdata(elf_getscn(vm->elf, xndx), NULL);
 		if (!xdata)
-			return fgk_error_libelf(p, "cannot read .symtab_shndx");
+			return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read .symtab_shndx");
 	}
 	n = data->d_size / vm->secs[symtab].shdr.sh_entsize;
 	vm->syms = calloc(n ? n : 1, sizeof(*vm->syms));
@@ -179,10 +181,10 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 		struct vm_symbol *s = &vm->syms[vm->nsyms];
 
 		if (!gelf_getsymshndx(data, xdata, (int)i, &sym, &x))
-			return fgk_error_libelf(p, "cannot read symbol %zu", i);
+			return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read symbol %zu", i);
 		s->name = elf_strptr(vm->elf, strndx, sym.st_name);
 		if (!s->name)
-			return fgk_error_libelf(p, "corrupt ELF: bad name of symbol %zu", i);
+			return fgk_error_libelf(FGK_ERR_ELF, p, "corrupt ELF: bad name of symbol %zu", i);
 		s->value = sym.st_value;
 		s->size = sym.st_size;
 		/*
@@ -227,7 +229,7 @@ static struct fgk_error *load_build_id(struct fgk_vmlinux *vm)
 			continue;
 		data = elf_getdata(elf_getscn(vm->elf, i), NULL);
 		if (!data)
-			return fgk_error_libelf(vm->path, "cannot read note section %s",
+			return fgk_error_libelf(FGK_ERR_ELF, vm->path, "cannot read note section %s",
 						vm->secs[i].name);
 		while (off < data->d_size &&
 		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
@@ -278,7 +280,7 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 	struct stat st;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return fgk_error_libelf(NULL, "libelf initialization failed");
+		return fgk_error_libelf(FGK_ERR_ELF, NULL, "libelf initialization failed");
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return &fgk_enomem;
@@ -288,22 +290,12 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 		err = &fgk_enomem;
 		goto fail;
 	}
-	vm->fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (vm->fd < 0) {
-		err = fgk_error_os(errno, path, "cannot open");
+	err = fgk__open_regular(path, FGK_ERR_ELF, "vmlinux", &vm->fd, &st);
+	if (err)
 		goto fail;
-	}
-	if (fstat(vm->fd, &st) < 0) {
-		err = fgk_error_os(errno, path, "cannot stat");
-		goto fail;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		err = fgk_error_new(FGK_ERR_ELF, path, "not a regular file");
-		goto fail;
-	}
 	vm->elf = elf_begin(vm->fd, ELF_C_READ_MMAP, NULL);
 	if (!vm->elf) {
-		err = fgk_error_libelf(path, "cannot read ELF");
+		err = fgk_error_libelf(FGK_ERR_ELF, path, "cannot read ELF");
 		goto fail;
 	}
 	if (elf_kind(vm->elf) != ELF_K_ELF) {
@@ -312,7 +304,7 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 	}
 	vm->image = elf_rawfile(vm->elf, &vm->image_size);
 	if (!vm->image || !gelf_getehdr(vm->elf, &vm->ehdr)) {
-		err = fgk_error_libelf(path, "truncated or corrupt ELF header");
+		err = fgk_error_libelf(FGK_ERR_ELF, path, "truncated or corrupt ELF header");
 		goto fail;
 	}
 	if (vm->ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
@@ -377,7 +369,8 @@ const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
 	if (shndx == 0 || shndx >= vm->shnum)
 		return NULL;
 	sh = &vm->secs[shndx].shdr;
-	if (sh->sh_type == SHT_NOBITS || addr < sh->sh_addr ||
+	if (sh->sh_type == SHT_NOBITS || sh->sh_type == SHT_NULL ||
+	    addr < sh->sh_addr ||
 	    addr - sh->sh_addr > sh->sh_size)
 		return NULL;
 	*avail = sh->sh_size - (addr - sh->sh_addr);

@@ -52,5 +52,7 @@ const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
 const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm,
 				       const char *name);
 struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why);
+/* §3: is s a randomized section? (lib/layout.c) */
+bool vm_section_randomized(const struct vm_section *s);
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -412,7 +413,33 @@ START_TEST(test_record_bad)
 		ck_assert_msg(err != NULL, "accepted record %zu", i);
 		ck_assert_msg(strstr(err->message, bad[i].needle) != NULL,
 			      "record %zu: '%s' lacks '%s'", i, err->message, bad[i].needle);
-		ck_assert_msg(strstr(err->message, "r.seed") != NULL, "no file name: %s", err->message);
+		/* the file in the path field, as every error about a file */
+		ck_assert_ptr_nonnull(err->path);
+		ck_assert_str_eq(err->path, "r.seed");
+		ck_assert_msg(strstr(err->message, "r.seed") == NULL,
+			      "file named twice: %s", err->message);
+		fgk_error_free(err);
+		/* no file: no path, and the message says what was parsed */
+		err = fgk_seed_record_parse(bad[i].text, NULL, &rec);
+		ck_assert_msg(err != NULL, "accepted record %zu", i);
+		ck_assert_ptr_null(err->path);
+		ck_assert_msg(strncmp(err->message, "seed record: ", 13) == 0 &&
+			      strstr(err->message, bad[i].needle) != NULL,
+			      "record %zu without a file: '%s'", i, err->message);
+		fgk_error_free(err);
+	}
+
+	/* the line is named: "FILE: line N: problem" */
+	{
+		struct fgk_seed_record rec;
+		struct fgk_error *err = fgk_seed_record_parse(
+			"# c\n\nseed: 0000000000000000000000000000000000000000000000000000000000000000\nseed: 00\n",
+			"r.seed", &rec);
+		char buf[256];
+
+		ck_assert_ptr_nonnull(err);
+		ck_assert_str_eq(fgk_error_string(err, buf, sizeof(buf)),
+				 "r.seed: line 4: duplicate key 'seed'");
 		fgk_error_free(err);
 	}
 }
@@ -734,6 +761,295 @@ START_TEST(test_record_check)
 }
 END_TEST
 
+/* fgk_vmlinux_find looks in the caller's directories, nowhere else of its own. */
+START_TEST(test_vmlinux_find)
+{
+	struct fgk_vmlinux *vm, *found;
+	struct fgk_error *err;
+	char link[512], cwd[1024], id[128];
+	const char *dirs[] = { "/nonexistent-dir", NULL, NULL };
+
+	OK(open_fixture("fixture.elf", &vm));
+	snprintf(id, sizeof(id), "%s", fgk_vmlinux_build_id(vm));
+	fgk_vmlinux_close(vm);
+	make_tmpdir();
+	snprintf(link, sizeof(link), "%s/vmlinux", tmpdir);
+	ck_assert_int_eq(symlink(fixture("fixture.elf"), link), 0);
+	dirs[1] = tmpdir;
+
+	OK(fgk_vmlinux_find(dirs, id, NULL, &found));
+	ck_assert_str_eq(fgk_vmlinux_path(found), link);
+	fgk_vmlinux_close(found);
+
+	/* another build-id: refused, naming what was found there */
+	err = fgk_vmlinux_find(dirs, "0123abcd", "no-such-release", &found);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_LOOKUP);
+	ck_assert_ptr_null(found);
+	ck_assert_ptr_nonnull(strstr(err->message, link));
+	ck_assert_ptr_nonnull(strstr(err->message, id));
+	fgk_error_free(err);
+
+	/* no directories: not the working directory either */
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(chdir(tmpdir), 0);
+	err = fgk_vmlinux_find(NULL, id, NULL, &found);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_LOOKUP);
+	fgk_error_free(err);
+	dirs[0] = ".";
+	dirs[1] = NULL;
+	OK(fgk_vmlinux_find(dirs, id, NULL, &found));
+	ck_assert_str_eq(fgk_vmlinux_path(found), "vmlinux");
+	fgk_vmlinux_close(found);
+	ck_assert_int_eq(chdir(cwd), 0);
+
+	snprintf(link, sizeof(link), "rm -rf %s", tmpdir);
+	ck_assert_int_eq(system(link), 0);
+}
+END_TEST
+
+/* ---- hostile input (issue 13) ----------------------------------------- */
+
+static void vmci_fails(const char *text, const char *needle)
+{
+	struct fgk_vmcoreinfo info = { 0 };
+	struct fgk_error *err = fgk_vmcoreinfo_parse(text, strlen(text), "t", &info);
+
+	ck_assert_msg(err != NULL, "accepted: %s", text);
+	ck_assert_msg(strstr(err->message, needle), "%s: '%s' lacks '%s'", text,
+		      err->message, needle);
+	ck_assert_ptr_null(info.raw);	/* nothing left to free */
+	fgk_error_free(err);
+}
+
+START_TEST(test_vmcoreinfo_strict)
+{
+	struct fgk_vmcoreinfo info = { 0 };
+	const char *good = "OSRELEASE=6.1.0\nBUILD-ID=ABcd01\nKERNELOFFSET=1c000000\r\n"
+			   "FGKASLR_SEED=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+			   "OTHER=x\nOTHER=y\n";
+
+	OK(fgk_vmcoreinfo_parse(good, strlen(good), "t", &info));
+	ck_assert_str_eq(info.osrelease, "6.1.0");
+	ck_assert_str_eq(info.build_id, "abcd01");
+	ck_assert(info.has_offset && info.offset == 0x1c000000);
+	ck_assert_int_eq(info.seed_state, FGK_VMCORE_SEED_PRESENT);
+	fgk_vmcoreinfo_clear(&info);
+	vmci_fails("KERNELOFFSET=-1\n", "bad KERNELOFFSET");
+	vmci_fails("KERNELOFFSET=+2a\n", "bad KERNELOFFSET");
+	vmci_fails("KERNELOFFSET= 10\n", "bad KERNELOFFSET");
+	vmci_fails("KERNELOFFSET=10000000000000000\n", "bad KERNELOFFSET");
+	vmci_fails("KERNELOFFSET=\n", "bad KERNELOFFSET");
+	vmci_fails("FGKASLR_SEED=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+		   "FGKASLR_SEED=disabled\n", "appears twice");
+	vmci_fails("OSRELEASE=a\nOSRELEASE=b\n", "appears twice");
+	vmci_fails("FGKASLR_SEED= 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
+		   "bad FGKASLR_SEED");
+	vmci_fails("BUILD-ID=xyz\n", "bad BUILD-ID");
+	vmci_fails("BUILD-ID=abc\n", "bad BUILD-ID");
+	vmci_fails("OSRELEASE=6.1\x1b[2J\n", "control characters");
+	{
+		static const char nul[] = "OSRELEASE=6.1\0evil\n";
+
+		struct fgk_error *err = fgk_vmcoreinfo_parse(nul, sizeof(nul) - 1, "t", &info);
+
+		ck_assert_ptr_nonnull(err);
+		ck_assert_ptr_nonnull(strstr(err->message, "NUL"));
+		fgk_error_free(err);
+	}
+}
+END_TEST
+
+START_TEST(test_symoff_parse)
+{
+	struct fgk_symoff so;
+	const char *t;
+
+	t = "fn_tiny+0x1c/0x40 [mod]";
+	ck_assert_uint_eq(fgk_symoff_parse(t, strlen(t), 0, &so), 17);
+	ck_assert(so.name == t && so.name_len == 7 && so.off == 0x1c && so.size == 0x40);
+	ck_assert(so.has_off && so.has_size);
+	t = "fn_tiny+1c";	/* oops syntax wants 0x and /SIZE */
+	ck_assert_uint_eq(fgk_symoff_parse(t, strlen(t), 0, &so), 0);
+	ck_assert_uint_eq(fgk_symoff_parse(t, strlen(t), FGK_SYMOFF_LOOSE, &so), 10);
+	ck_assert(so.has_off && !so.has_size && so.off == 0x1c);
+	t = "name";
+	ck_assert_uint_eq(fgk_symoff_parse(t, 4, FGK_SYMOFF_LOOSE, &so), 4);
+	ck_assert(!so.has_off);
+	t = "f+0x11111111111111111/0x1";	/* 17 digits: no wrap-around */
+	ck_assert_uint_eq(fgk_symoff_parse(t, strlen(t), 0, &so), 0);
+	t = "f+0x10/0x20";	/* len bounds the match */
+	ck_assert_uint_eq(fgk_symoff_parse(t, 6, 0, &so), 0);
+	ck_assert_uint_eq(fgk_symoff_parse(t, 6, FGK_SYMOFF_LOOSE, &so), 6);
+	ck_assert_uint_eq(fgk_symoff_parse("+0x1/0x2", 8, FGK_SYMOFF_LOOSE, &so), 0);
+}
+END_TEST
+
+START_TEST(test_outputs_and_temp_files)
+{
+	char dir[] = "/tmp/fgk-check-XXXXXX", path[256], link[256], stale[300], live[300];
+	struct fgk_error *err;
+	size_t removed, len;
+	char *buf;
+	pid_t dead = 4194303;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/out", dir);
+	snprintf(link, sizeof(link), "%s/link", dir);
+	OK(fgk_write_file_atomic(path, "abc", 3));
+	ck_assert_int_eq(symlink(path, link), 0);
+	err = fgk_write_file_atomic(link, "x", 1);	/* never through a symlink */
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err->message, "symbolic link"));
+	fgk_error_free(err);
+	err = fgk_write_file_atomic(dir, "x", 1);
+	ck_assert_ptr_nonnull(err);
+	fgk_error_free(err);
+	OK(fgk_read_file(path, 16, true, &buf, &len));
+	ck_assert(len == 3 && !strcmp(buf, "abc"));
+	free(buf);
+	err = fgk_read_file(path, 2, true, &buf, &len);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_ptr_nonnull(strstr(err->message, "larger than 2 bytes"));
+	fgk_error_free(err);
+	/* a temp file of a dead writer goes, one of a live writer stays */
+	while (kill(dead, 0) == 0 || errno != ESRCH)
+		dead--;
+	snprintf(stale, sizeof(stale), "%s/out.tmp.%d.AbCdEf", dir, (int)dead);
+	snprintf(live, sizeof(live), "%s/out.tmp.%d.AbCdEf", dir, (int)getppid());
+	ck_assert_ptr_nonnull(f = fopen(stale, "w"));
+	fclose(f);
+	ck_assert_ptr_nonnull(f = fopen(live, "w"));
+	fclose(f);
+	OK(fgk_clean_stale_temp_files(dir, NULL, &removed));
+	ck_assert_uint_eq(removed, 1);
+	ck_assert_int_ne(access(stale, F_OK), 0);
+	ck_assert_int_eq(access(live, F_OK), 0);
+	unlink(live);
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/* ---- private outputs: 0600 files, 0700 directories, whatever the umask - */
+
+static unsigned mode_of(const char *path)
+{
+	struct stat st;
+
+	ck_assert_msg(lstat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return (unsigned)(st.st_mode & 07777);
+}
+
+#define ck_assert_mode(path, want) do { \
+	unsigned m_ = mode_of(path); \
+	ck_assert_msg(m_ == (want), "%s: mode %04o, want %04o", (path), m_, (unsigned)(want)); \
+} while (0)
+
+START_TEST(test_private_outputs)
+{
+	char dir[] = "/tmp/fgk-check-XXXXXX", path[256], sub[256], deep[300], link[300];
+	struct fgk_seed_record rec = { 0 };
+	struct fgk_error *err;
+	mode_t old = umask(022);	/* a default-mode create would be 0644 */
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	/* a new file */
+	snprintf(path, sizeof(path), "%s/out", dir);
+	OK(fgk_write_file_atomic(path, "abc", 3));
+	ck_assert_mode(path, 0600);
+	/* replacing a 0644 file */
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	OK(fgk_write_file_atomic(path, "abcd", 4));
+	ck_assert_mode(path, 0600);
+	/* seed records go the same way */
+	snprintf(path, sizeof(path), "%s/x.seed", dir);
+	rec.seed = seed_of(SFF);
+	OK(fgk_seed_record_write(&rec, path));
+	ck_assert_mode(path, 0600);
+	/* a umask that takes the owner's bits away does not either */
+	umask(0277);
+	snprintf(path, sizeof(path), "%s/y.seed", dir);
+	OK(fgk_seed_record_write(&rec, path));
+	ck_assert_mode(path, 0600);
+	snprintf(sub, sizeof(sub), "%s/a", dir);
+	snprintf(deep, sizeof(deep), "%s/a/b", dir);
+	OK(fgk_private_dir(deep));
+	ck_assert_mode(sub, 0700);
+	ck_assert_mode(deep, 0700);
+	umask(022);
+	/* an existing looser directory of ours is tightened */
+	ck_assert_int_eq(chmod(deep, 0755), 0);
+	OK(fgk_private_dir(deep));
+	ck_assert_mode(deep, 0700);
+	/* a symlink in its place is refused */
+	snprintf(link, sizeof(link), "%s/a/l", dir);
+	ck_assert_int_eq(symlink(deep, link), 0);
+	err = fgk_private_dir(link);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_OS);
+	fgk_error_free(err);
+	/* a file is not a directory */
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	fclose(f);
+	err = fgk_private_dir(path);
+	ck_assert_ptr_nonnull(err);
+	fgk_error_free(err);
+	snprintf(path, sizeof(path), "rm -rf %s", dir);
+	ck_assert_int_eq(system(path), 0);
+	umask(old);
+}
+END_TEST
+
+START_TEST(test_private_relink_cache)
+{
+	char dir[] = "/tmp/fgk-check-XXXXXX", cache[300], bdir[600], cmd[400], *path = NULL, *p2 = NULL;
+	struct fgk_seed seed = seed_of(S0102);
+	struct fgk_layout *l = NULL;
+	struct fgk_vmlinux *vm;
+	const char *old_env = getenv("FGK_CACHE_DIR");
+	mode_t old = umask(022);
+	bool cached;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(cache, sizeof(cache), "%s/new/cache", dir);	/* made by fgk */
+	setenv("FGK_CACHE_DIR", cache, 1);
+	OK(open_fixture("relocs.elf", &vm));
+	OK(fgk_layout_compute(vm, &seed, &l));
+	OK(fgk_relink_cached(vm, l, &path, &cached));
+	ck_assert(!cached);
+	snprintf(bdir, sizeof(bdir), "%s/%s", cache, fgk_vmlinux_build_id(vm));
+	ck_assert_mode(path, 0600);
+	ck_assert_mode(bdir, 0700);
+	ck_assert_mode(cache, 0700);
+	snprintf(cmd, sizeof(cmd), "%s/new", dir);
+	ck_assert_mode(cmd, 0700);
+	/* a cache of an older fgk (0755 directory, 0644 entry): tightened on use */
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	ck_assert_int_eq(chmod(bdir, 0755), 0);
+	OK(fgk_relink_cached(vm, l, &p2, &cached));
+	ck_assert(cached);
+	ck_assert_str_eq(p2, path);
+	ck_assert_mode(path, 0600);
+	ck_assert_mode(bdir, 0700);
+	free(p2);
+	free(path);
+	fgk_layout_free(l);
+	fgk_vmlinux_close(vm);
+	if (old_env)
+		setenv("FGK_CACHE_DIR", old_env, 1);
+	else
+		unsetenv("FGK_CACHE_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	umask(old);
+}
+END_TEST
+
 static Suite *fgk_suite(void)
 {
 	Suite *s = suite_create("libfgk");
@@ -774,6 +1090,18 @@ static Suite *fgk_suite(void)
 	tcase_add_test(tc, test_fixture_errors);
 	tcase_add_test(tc, test_fixture_nofit);
 	tcase_add_test(tc, test_record_check);
+	tcase_add_test(tc, test_vmlinux_find);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile");
+	tcase_add_test(tc, test_vmcoreinfo_strict);
+	tcase_add_test(tc, test_symoff_parse);
+	tcase_add_test(tc, test_outputs_and_temp_files);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("private");
+	tcase_add_test(tc, test_private_outputs);
+	tcase_add_test(tc, test_private_relink_cache);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -227,6 +227,38 @@ struct fgk_error *fgk_symbol_lookup(struct fgk_vmlinux *vm, const char *name,
 /* Is the link address inside an allocated section of the image? */
 bool fgk_vmlinux_contains(struct fgk_vmlinux *vm, uint64_t link_addr);
 
+/* ---- address translation (fgk addr, fgk-gdb's fgk addr; lib/addr.c) ---- */
+
+/* One item of `fgk addr`, translated. */
+struct fgk_addr {
+	char *item;		/* as shown: "[<...>]" stripped, SYMBOL[+0xOFF] */
+	uint64_t runtime;	/* new address + offset (absolute symbols: link) */
+	uint64_t link;		/* the address in vmlinux */
+	bool has_symbol;
+	struct fgk_symbol sym;	/* the symbol at link, when has_symbol */
+	const struct fgk_section *section;	/* randomized section, or NULL */
+	/* "ITEM\tRUNTIME\tLINK\tSYMBOL+0xOFF/0xSIZE\tSECTION" ('-' for none) */
+	char *line;
+};
+/* The longest item (white space trimmed) fgk_addr_translate takes. */
+#define FGK_ADDR_ITEM_MAX 1023
+
+/*
+ * Translate item for the kernel vm booted with layout l at base offset
+ * offset.  Surrounding white space and "[<...>]" are stripped.  An item is
+ * an ADDRESS (runtime) if it is hex with a 0x prefix or exactly 16 hex
+ * digits, else SYMBOL, SYMBOL+OFF or SYMBOL+OFF/SIZE (OFF hex, SIZE
+ * ignored).  A blank item gives NULL with ret->item NULL.  An item that
+ * cannot be translated (outside the image, in the int3 padding between
+ * shuffled functions, unknown symbol) is an error whose message starts
+ * with the item (FGK_ERR_LOOKUP; FGK_ERR_INVALID when it is neither form
+ * or longer than FGK_ADDR_ITEM_MAX).  Free ret with fgk_addr_clear().
+ */
+struct fgk_error *fgk_addr_translate(struct fgk_vmlinux *vm,
+				     const struct fgk_layout *l, uint64_t offset,
+				     const char *item, struct fgk_addr *ret);
+void fgk_addr_clear(struct fgk_addr *a);
+
 /* ---- seed records (docs/seed-records.md) ------------------------------- */
 
 struct fgk_seed_record {
@@ -238,6 +270,11 @@ struct fgk_seed_record {
 	char *note;		/* or NULL */
 };
 
+/*
+ * Parse record text; path is the file it came from (or NULL).  Errors are
+ * FGK_ERR_RECORD with path in their path field and "line N: problem" as
+ * the message (NULL path: "seed record: line N: problem").
+ */
 struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 					struct fgk_seed_record *rec);
 struct fgk_error *fgk_seed_record_read(const char *path,
@@ -245,7 +282,10 @@ struct fgk_error *fgk_seed_record_read(const char *path,
 /* Serialize (malloc'd string). */
 struct fgk_error *fgk_seed_record_format(const struct fgk_seed_record *rec,
 					 char **ret);
-/* Atomically write (temp file in the same directory + rename). */
+/*
+ * Atomically write (temp file in the same directory + rename), mode 0600
+ * (fgk_write_file_atomic).
+ */
 struct fgk_error *fgk_seed_record_write(const struct fgk_seed_record *rec,
 					const char *path);
 void fgk_seed_record_clear(struct fgk_seed_record *rec);
@@ -273,9 +313,20 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 				   const struct fgk_layout *l,
 				   void **image, size_t *size,
 				   struct fgk_relink_stats *stats);
-/* Same, written atomically to out_path. */
+/*
+ * Same, written atomically to out_path (fgk_write_file_atomic); refuses an
+ * out_path that is vm's own file (or a hard link of it).  Malformed
+ * relocation sections are errors, never skipped.
+ */
 struct fgk_error *fgk_relink(struct fgk_vmlinux *vm, const struct fgk_layout *l,
 			     const char *out_path, struct fgk_relink_stats *stats);
+/*
+ * Is path a relink result of vm that can be reused (a cache entry): a
+ * regular file (not a symlink), an ELF with vm's build-id and the same
+ * sections (names, types, sizes: a debug-stripped copy does not pass)?
+ * NULL if so, else an error saying what is wrong.
+ */
+struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path);
 
 /* ---- source lines (libdw) and oops symbolization ------------------------ */
 
@@ -353,18 +404,287 @@ struct fgk_error *fgk_vmcoreinfo_parse(const char *text, size_t len,
  * core, or (via libkdumpfile) the vmcoreinfo of a kdump-compressed file,
  * flattened or not.  Truncated dumps are refused (FGK_ERR_VMCORE); a dump
  * without VMCOREINFO gives FGK_ERR_NO_VMCOREINFO (with info->format set).
+ * On any error info holds nothing to free (only ->format is kept).  The
+ * input is untrusted: a FIFO or device is refused without blocking, kdump
+ * headers are checked against the file size, and libkdumpfile runs in a
+ * child process, so a dump that crashes it gives FGK_ERR_VMCORE.
  */
 struct fgk_error *fgk_vmcore_read(const char *path, struct fgk_vmcoreinfo *info);
 void fgk_vmcoreinfo_clear(struct fgk_vmcoreinfo *info);
 const char *fgk_vmcore_format_name(enum fgk_vmcore_format format);
-/* makedumpfile -R: rewrite a flattened kdump file as a regular one. */
+/*
+ * makedumpfile -R: rewrite a flattened kdump file as a regular one.  out is
+ * written through a temp file + rename, mode 0600 (the dump holds the seed).
+ */
 struct fgk_error *fgk_vmcore_unflatten(const char *in, const char *out);
+
+/* ---- queries for the tools and the Python binding (lib/query.c, cache.c) */
+
+struct fgk_section_info {
+	size_t index;		/* ELF section header index */
+	const char *name;	/* owned by the vmlinux */
+	uint32_t type;		/* sh_type */
+	uint64_t flags;		/* sh_flags */
+	uint64_t addr;		/* link address (sh_addr) */
+	uint64_t size;		/* sh_size */
+	uint64_t align;		/* max(sh_addralign, 1) */
+};
+
+/* The first section called name; FGK_ERR_LOOKUP if there is none. */
+struct fgk_error *fgk_vmlinux_section(struct fgk_vmlinux *vm, const char *name,
+				      struct fgk_section_info *ret);
+/*
+ * len bytes of the file's image at link address link_addr, all from one
+ * allocated section with contents; FGK_ERR_LOOKUP if no section holds them.
+ */
+struct fgk_error *fgk_vmlinux_read(struct fgk_vmlinux *vm, uint64_t link_addr,
+				   void *buf, size_t len);
+
+enum fgk_vmlinux_kind {
+	FGK_VMLINUX_PLAIN = 0,	/* no randomized (§3) sections */
+	FGK_VMLINUX_FGKASLR,	/* randomized sections in link order */
+	FGK_VMLINUX_RELINKED,	/* a vmlinux.fgk: already relinked */
+};
+/* What kind of image vm is, from its section headers only (no layout). */
+struct fgk_error *fgk_vmlinux_kind(struct fgk_vmlinux *vm,
+				   enum fgk_vmlinux_kind *ret);
+
+/*
+ * The vmlinux whose build-id is build_id (lowercase hex), looked for in this
+ * order: <dir>/vmlinux for each directory of dirs (NULL-terminated, may be
+ * NULL; "." is the working directory), then /usr/lib/debug/.build-id/NN/REST.debug
+ * and, with release, /usr/lib/debug/boot/vmlinux-RELEASE,
+ * /usr/lib/debug/lib/modules/RELEASE/vmlinux and /lib/modules/RELEASE/build/vmlinux.
+ * The library looks nowhere else: the places only the caller knows (the
+ * dump's directory, the working directory, a build tree) come in dirs.
+ * `fgk crash` passes the dump's directory, "." and the build/kernel
+ * directory of the tree fgk was built in.
+ * The first readable ELF with that build-id is opened into *ret; else
+ * FGK_ERR_LOOKUP, whose message lists the candidates found with their
+ * build-ids.
+ */
+struct fgk_error *fgk_vmlinux_find(const char *const *dirs,
+				   const char *build_id, const char *release,
+				   struct fgk_vmlinux **ret);
+
+/*
+ * The base offset from kernel console text: the last "Kernel Offset: 0x<hex>"
+ * (at most 16 digits) or "Kernel Offset: disabled" (0) in text[0..len).
+ * Returns false (and leaves *offset alone) if there is none.
+ */
+bool fgk_kernel_offset_scan(const char *text, size_t len, uint64_t *offset);
+/*
+ * The seed in text[0..len) (lib/scan.c): words separated by white space
+ * that are 64 hex digits, optionally prefixed by "fgkaslr_seed=" (any case);
+ * "FGKASLR_SEED=disabled" / "fgkaslr_seed=disabled" set *disabled.
+ * Returns 1 (*seed set), 0 (none) or -1 (several different seeds).
+ */
+int fgk_seed_scan(const char *text, size_t len, struct fgk_seed *seed,
+		  bool *disabled);
+
+/*
+ * The relink cache: <dir>/<build-id>/<seed>.vmlinux.fgk, <dir> being
+ * $FGK_CACHE_DIR, else $XDG_CACHE_HOME/fgk, else $HOME/.cache/fgk.
+ * *path is NULL (and no error) when no cache applies (no build-id, none of
+ * the variables set).
+ */
+struct fgk_error *fgk_relink_cache_path(struct fgk_vmlinux *vm,
+					const struct fgk_seed *seed,
+					char **path);
+/*
+ * The cached vmlinux.fgk for l (*cached = true), or relink into the cache
+ * now.  *path is malloc'd.  FGK_ERR_INVALID when no cache applies.
+ */
+struct fgk_error *fgk_relink_cached(struct fgk_vmlinux *vm,
+				    const struct fgk_layout *l,
+				    char **path, bool *cached);
+/*
+ * The same; stats (may be NULL) is filled when it relinks.  Cache entries
+ * are checked with fgk_relink_verify() before use and replaced when they
+ * fail it; temp files of killed relinks in the entry's directory are
+ * removed, and a failed relink leaves no new empty directory.
+ *
+ * The cache is private (an entry's name is its seed, its content the
+ * layout): entries are 0600, <build-id> is a 0700 directory owned by the
+ * effective uid (a looser one of ours is tightened to 0700, one of another
+ * user is an FGK_ERR_OS error, EPERM, and not used), and the directories
+ * created on the way are 0700; an existing <dir> is left as it is.
+ */
+struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
+					  const struct fgk_layout *l,
+					  char **path, bool *cached,
+					  struct fgk_relink_stats *stats);
 
 /* ---- misc ---------------------------------------------------------------- */
 
-/* Write buf to path atomically (temp + fsync + rename). */
+/*
+ * Write buf to path atomically (temp "<path>.tmp.<pid>.XXXXXX" + fsync +
+ * rename).  Refuses to replace anything but a regular file (a symlink, a
+ * device, a directory); removes stale temp files of path left by a killed
+ * run first.  The file is mode 0600, set on the temp file before the first
+ * byte whatever the umask: everything libfgk writes (seed records, maps,
+ * vmlinux.fgk, dumps) holds a seed or the layout it gives.
+ */
 struct fgk_error *fgk_write_file_atomic(const char *path, const void *buf,
 					size_t len);
+/*
+ * A private directory for files that hold a seed or a layout: mkdir -p
+ * path, the directories it creates mode 0700 (whatever the umask); then
+ * path must be a directory (not a symlink) owned by the effective uid, and
+ * its mode is tightened to 0700 if looser.  Another user's directory is an
+ * FGK_ERR_OS error (EPERM).
+ */
+struct fgk_error *fgk_private_dir(const char *path);
+/*
+ * Remove the temp files libfgk is writing at this moment.  Async-signal-
+ * safe: for SIGINT/SIGTERM handlers, which then re-raise the signal.
+ */
+void fgk_remove_temp_files(void);
+/*
+ * Remove temp files ("*.tmp.<pid>.XXXXXX", names starting with prefix
+ * unless it is NULL) in dir whose writer process no longer exists (a
+ * SIGKILL).  *removed (may be NULL) receives how many.
+ */
+struct fgk_error *fgk_clean_stale_temp_files(const char *dir, const char *prefix,
+					     size_t *removed);
+/*
+ * Read a whole file ("-" = standard input), at most max bytes; with text,
+ * a NUL byte is an error ("binary data").  *buf is NUL-terminated, malloc'd.
+ */
+struct fgk_error *fgk_read_file(const char *path, size_t max, bool text,
+				char **buf, size_t *len);
+
+/*
+ * "NAME+0xOFF/0xSIZE" as oopses print frames.  With FGK_SYMOFF_LOOSE also
+ * "NAME", "NAME+OFF" (0x optional) and a missing /SIZE.  NAME ends at
+ * whitespace, '+', '(' or '['.  Returns the length matched at text (at most
+ * len bytes are looked at), or 0.
+ */
+#define FGK_SYMOFF_LOOSE 1
+struct fgk_symoff {
+	const char *name;
+	size_t name_len;
+	bool has_off, has_size;
+	uint64_t off, size;
+};
+size_t fgk_symoff_parse(const char *text, size_t len, int flags,
+			struct fgk_symoff *ret);
+
+/* ---- kernel modules (docs/layout-spec.md §8; lib/module.c) -------------- */
+
+struct fgk_module;
+/*
+ * Open a module (.ko: a relocatable ELF with .modinfo name=).  Truncated
+ * or corrupt files are FGK_ERR_ELF errors naming path.
+ */
+struct fgk_error *fgk_module_open(const char *path, struct fgk_module **ret);
+void fgk_module_close(struct fgk_module *m);
+const char *fgk_module_path(const struct fgk_module *m);
+/* struct module::name (.modinfo name=, '-' already '_'). */
+const char *fgk_module_name(const struct fgk_module *m);
+/* .modinfo vermagic= ("6.1.192 SMP mod_unload "), or NULL. */
+const char *fgk_module_vermagic(const struct fgk_module *m);
+/* The .ko's own NT_GNU_BUILD_ID (not vmlinux's), or NULL. */
+const char *fgk_module_build_id(const struct fgk_module *m);
+/*
+ * Refuse a module not built for vm (FGK_ERR_BUILD_ID, path = the .ko):
+ * no vermagic, a vermagic whose release is not vm's, or one that differs
+ * from vm's own VERMAGIC_STRING (its "vermagic" object).
+ */
+struct fgk_error *fgk_module_check(struct fgk_module *m, struct fgk_vmlinux *vm);
+
+/* One section of a module's core text, as the module loader places it. */
+struct fgk_module_section {
+	size_t index;		/* ELF section header index */
+	const char *name;	/* owned by the module */
+	uint64_t size;
+	uint64_t align;		/* max(sh_addralign, 1) */
+	bool randomized;	/* §3 rules: shuffled by §8 */
+	uint64_t offset;	/* from the start of the module's core text */
+};
+struct fgk_module_layout {
+	struct fgk_seed seed;
+	bool shuffled;		/* false: no seed, section index order */
+	size_t n;		/* core text sections, in layout order */
+	struct fgk_module_section *secs;
+	size_t nrandomized;	/* how many of them §8 shuffled */
+	uint64_t size;		/* end of the last one */
+};
+/*
+ * §8: the module's executable core sections (not .init*, nor .exit* when
+ * vermagic lacks "mod_unload") in the order the loader lays them out: the
+ * others in index order, then the randomized ones in the §6 order drawn
+ * with the module's nonce, each at align_up(end, align) from offset 0.
+ * seed NULL: the loader's order without FG-KASLR (index order).
+ */
+struct fgk_error *fgk_module_layout_compute(struct fgk_module *m,
+					    const struct fgk_seed *seed,
+					    struct fgk_module_layout **ret);
+void fgk_module_layout_free(struct fgk_module_layout *l);
+
+/* A function symbol of a module: st_value is relative to its section. */
+struct fgk_module_symbol {
+	const char *name;
+	size_t shndx;
+	const char *section;
+	uint64_t value;		/* offset in the section */
+	uint64_t size;
+};
+/* The function called name[0..len) (the one of that size, if several). */
+struct fgk_error *fgk_module_symbol(struct fgk_module *m, const char *name,
+				    size_t len, uint64_t size,
+				    struct fgk_module_symbol *ret);
+/* The function holding offset off of section shndx. */
+struct fgk_error *fgk_module_symbol_at(struct fgk_module *m, size_t shndx,
+				       uint64_t off,
+				       struct fgk_module_symbol *ret);
+size_t fgk_module_section_count(const struct fgk_module *m);
+struct fgk_error *fgk_module_section_info(struct fgk_module *m, size_t shndx,
+					  struct fgk_section_info *ret);
+/* The first section called name (FGK_ERR_LOOKUP if none). */
+struct fgk_error *fgk_module_section(struct fgk_module *m, const char *name,
+				     struct fgk_section_info *ret);
+/*
+ * Inline chain at offset off of section shndx (what
+ * addr2line -f -i -j SECTION -e MODULE.ko OFF prints), from the .ko's DWARF
+ * (relocated by libdwfl).  The DWARF handle is opened on first use and
+ * owned by m (fgk_module_dwarf).
+ */
+struct fgk_error *fgk_module_lookup(struct fgk_module *m, size_t shndx,
+				    uint64_t off, struct fgk_srcframe **frames,
+				    size_t *n);
+struct fgk_error *fgk_module_dwarf(struct fgk_module *m, struct fgk_dwarf **ret);
+/* Module names are equal with '-' and '_' taken as the same character. */
+bool fgk_module_name_eq(const char *a, size_t alen, const char *b, size_t blen);
+/*
+ * NAME.ko under dirs (NULL-terminated), each searched recursively (symlinks
+ * not followed), '-' and '_' equal.  *path is malloc'd; FGK_ERR_LOOKUP if
+ * none has it.  Compressed modules (.ko.xz, ...) are not looked at.
+ */
+struct fgk_error *fgk_module_find(const char *const *dirs, const char *name,
+				  char **path);
+
+/*
+ * Module frames in the symbolizer.  Module frames ("func+0xOFF/0xSIZE
+ * [mod]") are decoded from mod.ko found under the directories given here;
+ * every module opened is checked with fgk_module_check() and a mismatch is
+ * an error of fgk_symbolize_line().
+ */
+struct fgk_error *fgk_symbolizer_add_module_dir(struct fgk_symbolizer *s,
+						const char *dir);
+/*
+ * Runtime addresses of module sections, from a capture of
+ * /sys/module/<mod>/sections (docs/fgk-symbolize.1.md): lines
+ * "[/sys/module/]MOD/sections/SECTION:0xADDR" (what
+ * `grep -r . /sys/module/MOD/sections` prints) or "MOD SECTION 0xADDR";
+ * blank lines and '#' comments ignored.  path names the capture in errors.
+ * Raw addresses inside those sections then decode.  Each module of the
+ * capture must be found (fgk_symbolizer_add_module_dir first) and pass
+ * fgk_module_check(), and each captured section must exist in its .ko.
+ */
+struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
+						 const char *text, size_t len,
+						 const char *path);
 
 #ifdef __cplusplus
 }

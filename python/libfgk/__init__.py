@@ -1,0 +1,694 @@
+"""libfgk: the Python binding of the fgk C library (ctypes).
+
+Every format fgk knows (seeds, seed records, vmlinux sections and symbols,
+the FG-KASLR layout, relinking, VMCOREINFO and crash dumps, the "Kernel
+Offset:" console line) is parsed once, in C, by libfgk; this module only
+converts arguments and results.  fgk-gdb, the QEMU runner, the benchmarks
+and the tests all import it the same way::
+
+    import libfgk
+    rec = libfgk.read_seed_record("seeds/example.seed")
+    with libfgk.Vmlinux("build/kernel/vmlinux") as vm:
+        layout = vm.layout(rec.seed)
+
+Where things are (docs/python.md):
+
+  * this package: ``<repo>/python/libfgk``, found as ``libfgk`` on
+    ``sys.path``.  Each kind of entry point puts ``<repo>/python`` there in
+    one place: the gdb loader ``fgk-gdb/fgk.py`` (the directory next to its
+    own), the QEMU runner's ``qemu-profiles/fgkbase.py`` (which ``fgkrun``
+    and the runner's other modules, ``qemu-profiles/run``, ``fgkdump``, the
+    benchmarks and ``scripts/demo`` import first), and the tests'
+    ``tests/pytest.ini`` (``pythonpath``).  Nothing else inserts it.
+  * the shared library: ``$FGK_LIBFGK`` if set, else
+    ``<repo>/build/lib/libfgk.so.1`` (``make tools``), else the dynamic
+    linker's search path.
+
+Every failure is a :class:`FgkError` (one exception type), carrying the C
+error's code, errno and the file it is about.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+from ctypes import (POINTER, Structure, byref, c_bool, c_char, c_char_p, c_int,
+                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "FgkError", "library_path", "parse_seed", "format_seed", "random_seed",
+    "SeedRecord", "parse_seed_record", "read_seed_record",
+    "Vmlinux", "Layout", "Section", "Symbol", "SectionInfo", "Addr",
+    "VmcoreInfo", "read_vmcore", "parse_vmcoreinfo", "unflatten",
+    "kernel_offset_scan", "seed_scan",
+]
+
+REPO = Path(__file__).resolve().parent.parent.parent
+SONAME = "libfgk.so.1"
+
+# enum fgk_error_code
+ERR_NOMEM, ERR_OS, ERR_ELF, ERR_NOT_FGKASLR, ERR_NO_SYMTAB, ERR_NO_FIT, \
+    ERR_SEED, ERR_RECORD, ERR_BUILD_ID, ERR_LOOKUP, ERR_KALLSYMS, ERR_CRYPTO, \
+    ERR_INVALID, ERR_VMCORE, ERR_NO_VMCOREINFO = range(1, 16)
+# enum fgk_vmlinux_kind
+KIND_NAMES = ("plain", "fgkaslr", "relinked")
+# enum fgk_vmcore_format / fgk_vmcore_seed_state
+VMCORE_FORMATS = ("text", "elf", "kdump", "kdump-flat")
+SEED_ABSENT, SEED_DISABLED, SEED_PRESENT = range(3)
+
+
+class FgkError(Exception):
+    """A libfgk error: ``str(e)`` is ``"<path>: <message>"`` (or the message);
+    ``code`` is the C ``enum fgk_error_code`` (``libfgk.ERR_*``)."""
+
+    def __init__(self, message: str, code: int = ERR_INVALID, path: str | None = None,
+                 errnum: int = 0):
+        self.message = message
+        self.code = code
+        self.path = path
+        self.errnum = errnum
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+# --------------------------------------------------------------------------
+# loading the library
+
+def library_path(environ=None) -> str:
+    """Where libfgk.so.1 is: $FGK_LIBFGK, <repo>/build/lib, or the dynamic
+    linker's path; FgkError if none has it."""
+    environ = os.environ if environ is None else environ
+    tried = []
+    env = environ.get("FGK_LIBFGK")
+    if env:
+        if os.path.isfile(env):
+            return env
+        tried.append(f"$FGK_LIBFGK={env}")
+    cand = REPO / "build" / "lib" / SONAME
+    if cand.is_file():
+        return str(cand)
+    tried.append(str(cand))
+    found = ctypes.util.find_library("fgk")
+    if found:
+        return found
+    tried.append("the dynamic linker's path")
+    raise FgkError(f"{SONAME} not found (tried {', '.join(tried)}): run 'make tools' "
+                   "in the fgk repository, or set $FGK_LIBFGK")
+
+
+class _Error(Structure):
+    _fields_ = [("code", c_int), ("errnum", c_int), ("path", c_char_p),
+                ("message", c_char_p)]
+
+
+class _Seed(Structure):
+    _fields_ = [("bytes", c_uint8 * 32)]
+
+
+class _SeedRecord(Structure):
+    _fields_ = [("seed", _Seed), ("build_id", c_char_p), ("release", c_char_p),
+                ("has_offset", c_bool), ("offset", c_uint64), ("note", c_char_p)]
+
+
+class _Section(Structure):
+    _fields_ = [("index", c_size_t), ("name", c_char_p), ("addr", c_uint64),
+                ("size", c_uint64), ("align", c_uint64), ("new_addr", c_uint64)]
+
+
+class _Layout(Structure):
+    _fields_ = [("seed", _Seed), ("start", c_uint64), ("limit", c_uint64),
+                ("end", c_uint64), ("n", c_size_t), ("secs", POINTER(_Section)),
+                ("order", POINTER(c_uint32)), ("by_addr", POINTER(c_uint32)),
+                ("by_new", POINTER(c_uint32))]
+
+
+class _Symbol(Structure):
+    _fields_ = [("name", c_char_p), ("addr", c_uint64), ("size", c_uint64),
+                ("type", c_char), ("absolute", c_bool)]
+
+
+class _SectionInfo(Structure):
+    _fields_ = [("index", c_size_t), ("name", c_char_p), ("type", c_uint32),
+                ("flags", c_uint64), ("addr", c_uint64), ("size", c_uint64),
+                ("align", c_uint64)]
+
+
+class _Addr(Structure):
+    _fields_ = [("item", c_char_p), ("runtime", c_uint64), ("link", c_uint64),
+                ("has_symbol", c_bool), ("sym", _Symbol), ("section", POINTER(_Section)),
+                ("line", c_char_p)]
+
+
+class _RelinkStats(Structure):
+    _fields_ = [("sections_moved", c_size_t), ("symbols", c_size_t),
+                ("relocations", c_size_t), ("debug_relocations", c_size_t)]
+
+
+class _Vmcoreinfo(Structure):
+    _fields_ = [("format", c_int), ("raw", c_char_p), ("osrelease", c_char_p),
+                ("build_id", c_char_p), ("has_offset", c_bool), ("offset", c_uint64),
+                ("seed_state", c_int), ("seed", _Seed)]
+
+
+_ERR = POINTER(_Error)
+_VM = c_void_p
+_LAYOUT = POINTER(_Layout)
+
+# name: (restype, argtypes); restype _ERR means "raise on error"
+_PROTOTYPES = {
+    "fgk_error_free": (None, [_ERR]),
+    "fgk_seed_parse": (_ERR, [c_char_p, POINTER(_Seed)]),
+    "fgk_seed_format": (None, [POINTER(_Seed), c_char_p]),
+    "fgk_seed_random": (_ERR, [POINTER(_Seed)]),
+    "fgk_seed_record_parse": (_ERR, [c_char_p, c_char_p, POINTER(_SeedRecord)]),
+    "fgk_seed_record_read": (_ERR, [c_char_p, POINTER(_SeedRecord)]),
+    "fgk_seed_record_format": (_ERR, [POINTER(_SeedRecord), POINTER(c_void_p)]),
+    "fgk_seed_record_write": (_ERR, [POINTER(_SeedRecord), c_char_p]),
+    "fgk_seed_record_clear": (None, [POINTER(_SeedRecord)]),
+    "fgk_seed_record_check": (_ERR, [POINTER(_SeedRecord), c_char_p, _VM]),
+    "fgk_vmlinux_open": (_ERR, [c_char_p, POINTER(_VM)]),
+    "fgk_vmlinux_close": (None, [_VM]),
+    "fgk_vmlinux_build_id": (c_char_p, [_VM]),
+    "fgk_vmlinux_release": (c_char_p, [_VM]),
+    "fgk_vmlinux_contains": (c_bool, [_VM, c_uint64]),
+    "fgk_vmlinux_section": (_ERR, [_VM, c_char_p, POINTER(_SectionInfo)]),
+    "fgk_vmlinux_read": (_ERR, [_VM, c_uint64, c_void_p, c_size_t]),
+    "fgk_vmlinux_kind": (_ERR, [_VM, POINTER(c_int)]),
+    "fgk_symbol_lookup": (_ERR, [_VM, c_char_p, POINTER(_Symbol)]),
+    "fgk_symbol_at": (_ERR, [_VM, c_uint64, POINTER(_Symbol)]),
+    "fgk_layout_compute": (_ERR, [_VM, POINTER(_Seed), POINTER(_LAYOUT)]),
+    "fgk_layout_free": (None, [_LAYOUT]),
+    "fgk_layout_map": (c_uint64, [_LAYOUT, c_uint64]),
+    "fgk_layout_unmap": (c_bool, [_LAYOUT, c_uint64, POINTER(c_uint64)]),
+    "fgk_layout_section_at": (POINTER(_Section), [_LAYOUT, c_uint64]),
+    "fgk_addr_translate": (_ERR, [_VM, _LAYOUT, c_uint64, c_char_p, POINTER(_Addr)]),
+    "fgk_addr_clear": (None, [POINTER(_Addr)]),
+    "fgk_relink": (_ERR, [_VM, _LAYOUT, c_char_p, POINTER(_RelinkStats)]),
+    "fgk_relink_cache_path": (_ERR, [_VM, POINTER(_Seed), POINTER(c_void_p)]),
+    "fgk_relink_cached": (_ERR, [_VM, _LAYOUT, POINTER(c_void_p), POINTER(c_bool)]),
+    "fgk_vmcoreinfo_parse": (_ERR, [c_char_p, c_size_t, c_char_p, POINTER(_Vmcoreinfo)]),
+    "fgk_vmcore_read": (_ERR, [c_char_p, POINTER(_Vmcoreinfo)]),
+    "fgk_vmcoreinfo_clear": (None, [POINTER(_Vmcoreinfo)]),
+    "fgk_vmcore_unflatten": (_ERR, [c_char_p, c_char_p]),
+    "fgk_kernel_offset_scan": (c_bool, [c_char_p, c_size_t, POINTER(c_uint64)]),
+    "fgk_seed_scan": (c_int, [c_char_p, c_size_t, POINTER(_Seed), POINTER(c_bool)]),
+}
+
+_lib = None
+_libc = ctypes.CDLL(None)
+_libc.free.argtypes = [c_void_p]
+_libc.free.restype = None
+
+
+def _L():
+    """The loaded library (loaded on first use, so that importing this
+    module never fails: fgk-gdb can say 'run make tools' instead)."""
+    global _lib
+    if _lib is None:
+        path = library_path()
+        try:
+            lib = ctypes.CDLL(path)
+        except OSError as e:
+            raise FgkError(f"cannot load {path}: {e} (run 'make tools')") from None
+        for name, (res, args) in _PROTOTYPES.items():
+            f = getattr(lib, name)
+            f.restype = res
+            f.argtypes = args
+        _lib = lib
+    return _lib
+
+
+def _s(b) -> str | None:
+    return None if b is None else b.decode("utf-8", "surrogateescape")
+
+
+def _b(s) -> bytes:
+    if isinstance(s, bytes):
+        return s
+    return os.fsencode(s) if isinstance(s, os.PathLike) else \
+        str(s).encode("utf-8", "surrogateescape")
+
+
+def _text(s, what: str, code: int = ERR_INVALID, path=None) -> bytes:
+    """Text for a C string: refuses NUL bytes (C would stop there).  The
+    error is about the file `path` when given (its path field)."""
+    b = _b(s)
+    if b"\0" in b:
+        raise FgkError(f"{what}: contains a NUL byte", code,
+                       str(path) if path is not None else None)
+    return b
+
+
+def _check(err):
+    """Raise FgkError for a non-NULL struct fgk_error * (and free it)."""
+    if not err:
+        return
+    e = err.contents
+    exc = FgkError(_s(e.message) or "unknown error", e.code, _s(e.path), e.errnum)
+    _L().fgk_error_free(err)
+    raise exc
+
+
+def _take_string(p: c_void_p) -> str | None:
+    if not p.value:
+        return None
+    s = ctypes.string_at(p.value).decode("utf-8", "surrogateescape")
+    _libc.free(p.value)
+    return s
+
+
+# --------------------------------------------------------------------------
+# seeds (docs/layout-spec.md section 2)
+
+def _seed_struct(seed) -> _Seed:
+    s = _Seed()
+    _check(_L().fgk_seed_parse(_text(seed, "seed"), byref(s)))
+    return s
+
+
+def parse_seed(text) -> str:
+    """Seed text (64 hex digits, optionally ``fgkaslr_seed=``, surrounding
+    white space ignored) -> 64 lowercase hex digits; FgkError otherwise."""
+    return format_seed(_seed_struct(text))
+
+
+def format_seed(seed) -> str:
+    if not isinstance(seed, _Seed):
+        seed = _seed_struct(seed)
+    buf = ctypes.create_string_buffer(65)
+    _L().fgk_seed_format(byref(seed), buf)
+    return buf.value.decode()
+
+
+def random_seed() -> str:
+    s = _Seed()
+    _check(_L().fgk_seed_random(byref(s)))
+    return format_seed(s)
+
+
+# --------------------------------------------------------------------------
+# seed records (docs/seed-records.md)
+
+@dataclass
+class SeedRecord:
+    seed: str                       # 64 lowercase hex digits
+    build_id: str | None = None     # lowercase hex
+    release: str | None = None
+    offset: int | None = None
+    note: str | None = None
+
+    def _struct(self) -> _SeedRecord:
+        r = _SeedRecord()
+        r.seed = _seed_struct(self.seed)
+        r.build_id = _text(self.build_id, "build-id") if self.build_id is not None else None
+        r.release = _text(self.release, "release") if self.release is not None else None
+        r.has_offset = self.offset is not None
+        r.offset = (self.offset or 0) & 0xFFFFFFFFFFFFFFFF
+        r.note = _text(self.note, "note") if self.note is not None else None
+        return r
+
+    def format(self) -> str:
+        """The canonical text (libfgk's writer: keys in order, lowercase)."""
+        out = c_void_p()
+        _check(_L().fgk_seed_record_format(byref(self._struct()), byref(out)))
+        return _take_string(out)
+
+    def write(self, path):
+        """Write atomically (temporary file + rename)."""
+        _check(_L().fgk_seed_record_write(byref(self._struct()), _b(path)))
+
+    def check(self, vm: "Vmlinux", record_path=None):
+        """FgkError if the record's build-id differs from vm's."""
+        _check(_L().fgk_seed_record_check(byref(self._struct()),
+                                          _b(record_path) if record_path else None,
+                                          vm._handle()))
+
+    def as_dict(self) -> dict:
+        """The keys present, as in the file (offset as an int)."""
+        d = {"seed": self.seed}
+        for k, v in (("build-id", self.build_id), ("release", self.release),
+                     ("offset", self.offset), ("note", self.note)):
+            if v is not None:
+                d[k] = v
+        return d
+
+
+def _record_from(r: _SeedRecord) -> SeedRecord:
+    try:
+        return SeedRecord(format_seed(r.seed), _s(r.build_id), _s(r.release),
+                          r.offset if r.has_offset else None, _s(r.note))
+    finally:
+        _L().fgk_seed_record_clear(byref(r))
+
+
+def parse_seed_record(text, path=None) -> SeedRecord:
+    """Parse seed record text; errors carry `path` (the file the text came
+    from, or None) in their path field and name the line."""
+    r = _SeedRecord()
+    _check(_L().fgk_seed_record_parse(_text(text, "seed record", ERR_RECORD, path),
+                                      _b(path) if path is not None else None, byref(r)))
+    return _record_from(r)
+
+
+def read_seed_record(path) -> SeedRecord:
+    r = _SeedRecord()
+    _check(_L().fgk_seed_record_read(_b(path), byref(r)))
+    return _record_from(r)
+
+
+# --------------------------------------------------------------------------
+# vmlinux, symbols, layout
+
+@dataclass(frozen=True)
+class SectionInfo:
+    index: int
+    name: str
+    type: int
+    flags: int
+    addr: int
+    size: int
+    align: int
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    addr: int           # link address
+    size: int
+    type: str           # nm(1) letter
+    absolute: bool
+
+
+@dataclass(frozen=True)
+class Addr:
+    """One item of ``fgk addr`` translated (Layout.addr)."""
+    item: str           # as shown: "[<...>]" stripped, SYMBOL[+0xOFF]
+    runtime: int
+    link: int
+    symbol: "Symbol | None"
+    section: str | None  # the randomized section holding it
+    line: str           # fgk addr's output line, without the newline
+
+
+@dataclass(frozen=True)
+class Section:
+    """A randomized section (docs/layout-spec.md section 3) and where the
+    layout puts it."""
+    index: int
+    name: str
+    addr: int           # link address
+    size: int
+    align: int
+    new_addr: int
+
+
+class Vmlinux:
+    """An opened vmlinux (or vmlinux.fgk, or any ELF file libfgk reads)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        h = c_void_p()
+        _check(_L().fgk_vmlinux_open(_b(path), byref(h)))
+        self._h = h
+
+    def _handle(self):
+        if self._h is None:
+            raise FgkError("vmlinux already closed", ERR_INVALID, self.path)
+        return self._h
+
+    def close(self):
+        if self._h is not None:
+            _L().fgk_vmlinux_close(self._h)
+            self._h = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def build_id(self) -> str | None:
+        return _s(_L().fgk_vmlinux_build_id(self._handle()))
+
+    @property
+    def release(self) -> str | None:
+        return _s(_L().fgk_vmlinux_release(self._handle()))
+
+    @property
+    def kind(self) -> str:
+        """'plain' (no randomized sections), 'fgkaslr' or 'relinked'."""
+        k = c_int()
+        _check(_L().fgk_vmlinux_kind(self._handle(), byref(k)))
+        return KIND_NAMES[k.value]
+
+    def _lookup(self, fn, name, out) -> bool:
+        """fn(vm, name, &out): False for FGK_ERR_LOOKUP (no such thing)."""
+        try:
+            _check(fn(self._handle(), _b(name), byref(out)))
+        except FgkError as e:
+            if e.code == ERR_LOOKUP:
+                return False
+            raise
+        return True
+
+    def section(self, name: str) -> SectionInfo | None:
+        info = _SectionInfo()
+        if not self._lookup(_L().fgk_vmlinux_section, name, info):
+            return None
+        return SectionInfo(info.index, _s(info.name), info.type, info.flags,
+                           info.addr, info.size, info.align)
+
+    def read(self, addr: int, size: int) -> bytes:
+        """`size` bytes of the image at link address `addr` (one section)."""
+        buf = ctypes.create_string_buffer(size)
+        _check(_L().fgk_vmlinux_read(self._handle(), addr & 0xFFFFFFFFFFFFFFFF,
+                                     buf, size))
+        return buf.raw
+
+    def contains(self, addr: int) -> bool:
+        return bool(_L().fgk_vmlinux_contains(self._handle(), addr & 0xFFFFFFFFFFFFFFFF))
+
+    @staticmethod
+    def _symbol(s: _Symbol) -> Symbol:
+        return Symbol(_s(s.name), s.addr, s.size, s.type.decode(), bool(s.absolute))
+
+    def symbol(self, name: str) -> Symbol | None:
+        """The first defined symbol called `name`, or None."""
+        s = _Symbol()
+        return self._symbol(s) if self._lookup(_L().fgk_symbol_lookup, name, s) else None
+
+    def symbols(self, names) -> dict:
+        """{name: Symbol} for the names that exist."""
+        out = {}
+        for n in names:
+            s = self.symbol(n)
+            if s is not None:
+                out[n] = s
+        return out
+
+    def symbol_at(self, addr: int) -> Symbol:
+        s = _Symbol()
+        _check(_L().fgk_symbol_at(self._handle(), addr & 0xFFFFFFFFFFFFFFFF, byref(s)))
+        return self._symbol(s)
+
+    def layout(self, seed) -> "Layout":
+        """The FG-KASLR layout of this vmlinux for `seed` (sections 3-7)."""
+        return Layout(self, seed)
+
+    def relink_cache_path(self, seed) -> str | None:
+        out = c_void_p()
+        _check(_L().fgk_relink_cache_path(self._handle(), byref(_seed_struct(seed)),
+                                          byref(out)))
+        return _take_string(out)
+
+
+class Layout:
+    """fgk_layout_compute(vm, seed): where every randomized section goes."""
+
+    def __init__(self, vm: Vmlinux, seed):
+        self.vm = vm
+        self.seed = parse_seed(seed)
+        p = _LAYOUT()
+        _check(_L().fgk_layout_compute(vm._handle(), byref(_seed_struct(self.seed)),
+                                       byref(p)))
+        self._p = p
+        c = p.contents
+        self.start, self.limit, self.end, self.n = c.start, c.limit, c.end, c.n
+        self._sections = None
+
+    def close(self):
+        if self._p:
+            _L().fgk_layout_free(self._p)
+            self._p = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self):
+        if not self._p:
+            raise FgkError("layout already freed", ERR_INVALID, self.vm.path)
+        return self._p
+
+    @property
+    def sections(self) -> list:
+        """The input list (section index order), with new addresses."""
+        if self._sections is None:
+            secs = self._handle().contents.secs
+            self._sections = [Section(s.index, _s(s.name), s.addr, s.size, s.align,
+                                      s.new_addr)
+                              for s in (secs[i] for i in range(self.n))]
+        return self._sections
+
+    def map(self, link: int) -> int:
+        """Link address -> new address (identity outside randomized sections)."""
+        return _L().fgk_layout_map(self._handle(), link & 0xFFFFFFFFFFFFFFFF)
+
+    def unmap(self, new: int) -> int | None:
+        """New address -> link address; None in the padding between sections."""
+        out = c_uint64()
+        if not _L().fgk_layout_unmap(self._handle(), new & 0xFFFFFFFFFFFFFFFF, byref(out)):
+            return None
+        return out.value
+
+    def runtime(self, link: int, offset: int) -> int:
+        """Runtime address of link address `link` with base offset `offset`."""
+        return (self.map(link) + offset) & 0xFFFFFFFFFFFFFFFF
+
+    def link(self, runtime: int, offset: int) -> int:
+        """Link address of a runtime address; FgkError in the padding."""
+        x = (runtime - offset) & 0xFFFFFFFFFFFFFFFF
+        link = self.unmap(x)
+        if link is None:
+            raise FgkError(f"{runtime:#x} is in the shuffled region but in no function "
+                           "(padding between shuffled sections)", ERR_LOOKUP)
+        return link
+
+    def section_at(self, link: int) -> Section | None:
+        p = _L().fgk_layout_section_at(self._handle(), link & 0xFFFFFFFFFFFFFFFF)
+        if not p:
+            return None
+        s = p.contents
+        return Section(s.index, _s(s.name), s.addr, s.size, s.align, s.new_addr)
+
+    def addr(self, item, offset: int) -> Addr | None:
+        """fgk addr's translation of one item (a runtime address, or
+        SYMBOL[+OFF[/SIZE]]) with base offset `offset`: libfgk's
+        fgk_addr_translate.  None for a blank item; FgkError (the message
+        starts with the item) for one that cannot be translated."""
+        a = _Addr()
+        _check(_L().fgk_addr_translate(self.vm._handle(), self._handle(),
+                                       offset & 0xFFFFFFFFFFFFFFFF,
+                                       _text(item, "fgk addr item"), byref(a)))
+        try:
+            if a.item is None:
+                return None
+            sec = a.section.contents if a.section else None
+            return Addr(_s(a.item), a.runtime, a.link,
+                        Vmlinux._symbol(a.sym) if a.has_symbol else None,
+                        _s(sec.name) if sec is not None else None, _s(a.line))
+        finally:
+            _L().fgk_addr_clear(byref(a))
+
+    def relink(self, out_path) -> dict:
+        """Write the relinked vmlinux (vmlinux.fgk) to out_path; the stats."""
+        st = _RelinkStats()
+        _check(_L().fgk_relink(self.vm._handle(), self._handle(), _b(out_path), byref(st)))
+        return {k: getattr(st, k) for k, _ in _RelinkStats._fields_}
+
+    def relink_cached(self) -> tuple:
+        """(path of the cached vmlinux.fgk, True if it was there already)."""
+        out, cached = c_void_p(), c_bool()
+        _check(_L().fgk_relink_cached(self.vm._handle(), self._handle(), byref(out),
+                                      byref(cached)))
+        return _take_string(out), bool(cached.value)
+
+
+# --------------------------------------------------------------------------
+# crash dumps and console text
+
+@dataclass
+class VmcoreInfo:
+    format: str                     # text, elf, kdump, kdump-flat
+    raw: str                        # the VMCOREINFO text
+    osrelease: str | None
+    build_id: str | None
+    offset: int | None              # KERNELOFFSET=
+    seed_state: str                 # absent, disabled, present
+    seed: str | None                # FGKASLR_SEED= when present
+
+    def fields(self) -> dict:
+        """KEY=VALUE lines of the raw text (values stripped)."""
+        out = {}
+        for line in self.raw.splitlines():
+            k, sep, v = line.partition("=")
+            if sep:
+                out[k] = v.strip()
+        return out
+
+
+def _vmcoreinfo_from(v: _Vmcoreinfo) -> VmcoreInfo:
+    try:
+        state = ("absent", "disabled", "present")[v.seed_state]
+        return VmcoreInfo(VMCORE_FORMATS[v.format], _s(v.raw) or "", _s(v.osrelease),
+                          _s(v.build_id), v.offset if v.has_offset else None, state,
+                          format_seed(v.seed) if v.seed_state == SEED_PRESENT else None)
+    finally:
+        _L().fgk_vmcoreinfo_clear(byref(v))
+
+
+def read_vmcore(path) -> VmcoreInfo:
+    """The VMCOREINFO of a crash dump (ELF core or kdump, flattened or not)."""
+    v = _Vmcoreinfo()
+    err = _L().fgk_vmcore_read(_b(path), byref(v))
+    if err:
+        _L().fgk_vmcoreinfo_clear(byref(v))
+    _check(err)
+    return _vmcoreinfo_from(v)
+
+
+def parse_vmcoreinfo(text, path=None) -> VmcoreInfo:
+    b = _b(text)
+    v = _Vmcoreinfo()
+    _check(_L().fgk_vmcoreinfo_parse(b, len(b), _b(path) if path else None, byref(v)))
+    return _vmcoreinfo_from(v)
+
+
+def unflatten(src, dst):
+    """makedumpfile -R: a flattened kdump stream rewritten as a regular file."""
+    _check(_L().fgk_vmcore_unflatten(_b(src), _b(dst)))
+
+
+def kernel_offset_scan(text) -> int | None:
+    """The base offset from the last "Kernel Offset:" line of console text
+    (0 for "disabled"), or None."""
+    b = _b(text)
+    out = c_uint64()
+    if not _L().fgk_kernel_offset_scan(b, len(b), byref(out)):
+        return None
+    return out.value
+
+
+def seed_scan(text) -> tuple:
+    """(seed or None, disabled) from free text (a console log, a script's
+    output): the white-space separated words that are 64 hex digits,
+    optionally ``fgkaslr_seed=``; disabled when it says
+    ``FGKASLR_SEED=disabled``.  FgkError (ERR_SEED) if it names several
+    different seeds."""
+    b = _b(text)
+    seed, disabled = _Seed(), c_bool()
+    n = _L().fgk_seed_scan(b, len(b), byref(seed), byref(disabled))
+    if n < 0:
+        raise FgkError("the text names several different seeds", ERR_SEED)
+    return (format_seed(seed) if n else None), bool(disabled.value)

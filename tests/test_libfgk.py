@@ -1,0 +1,374 @@
+"""The libfgk shared library and its Python binding (python/libfgk), unit tier.
+
+No kernel needed: ELF fixtures are compiled here from source (a plain
+gcc program, and the FG-KASLR-shaped fixture of layout-tools/tests/fixtures
+linked with its linker script).  Expected values come from binutils
+(readelf, nm) and from the fgk command line tool, never from the binding.
+"""
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+import libfgk
+from libfgk import FgkError
+
+REPO = Path(__file__).resolve().parent.parent
+HEADER = REPO / "layout-tools" / "include" / "fgk" / "fgk.h"
+FIXSRC = REPO / "layout-tools" / "tests" / "fixtures"
+FGK = REPO / "build" / "bin" / "fgk"
+SEED = bytes(range(32)).hex()
+
+pytestmark = pytest.mark.skipif(
+    not (REPO / "build" / "lib" / libfgk.SONAME).is_file() and not os.environ.get("FGK_LIBFGK"),
+    reason=f"build/lib/{libfgk.SONAME} missing: run 'make tools'")
+
+
+def run(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
+                          check=True, **kw).stdout
+
+
+# --------------------------------------------------------------------------
+# the shared library exports exactly the public header
+
+def header_names():
+    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    funcs = set(re.findall(r"\b(fgk_\w+)\s*\(", text))
+    data = set(re.findall(r"^extern\s+[^;(]*?\b(fgk_\w+)\s*(?:\[[^\]]*\])?\s*;", text, re.M))
+    return funcs | data
+
+
+def test_shared_library_exports_exactly_the_header():
+    so = libfgk.library_path()
+    out = run("nm", "-D", "--defined-only", so)
+    exported = {line.split()[-1].split("@")[0] for line in out.splitlines()
+                if line.split()[-2] != "A"}          # "A FGK_1": the version node
+    want = header_names()
+    assert len(want) > 50
+    assert exported == want, (f"exported, not in fgk.h: {sorted(exported - want)}; "
+                              f"in fgk.h, not exported: {sorted(want - exported)} "
+                              "(edit layout-tools/libfgk.map)")
+    dyn = run("readelf", "-d", so)
+    assert f"Library soname: [{libfgk.SONAME}]" in dyn
+    # every exported symbol carries the version node
+    assert all("@@FGK_1" in line or line.split()[-2] == "A"
+               for line in run("nm", "-D", "--defined-only", "--with-symbol-versions",
+                               so).splitlines())
+
+
+def test_library_path_search(tmp_path):
+    fake = tmp_path / "libfgk.so.1"
+    fake.write_bytes(b"")
+    assert libfgk.library_path({"FGK_LIBFGK": str(fake)}) == str(fake)
+    # a wrong $FGK_LIBFGK falls back to the repository's build/lib
+    assert libfgk.library_path({"FGK_LIBFGK": str(tmp_path / "nope")}) == \
+        str(REPO / "build" / "lib" / libfgk.SONAME)
+
+
+# --------------------------------------------------------------------------
+# ELF files through libfgk (what fgk-gdb's own reader used to do)
+
+FIXTURE_C = r"""
+const char linux_banner[] = "Linux version 6.1.0-fgk-test (fixture)\n";
+int counter = 5;
+unsigned char fgkaslr_boot_info[88] = { 0x21, 0x46, 0x47, 0x4b, 1 };
+int alpha(int x) { return x + counter; }
+int beta(int x) { return alpha(x) * 3; }
+static int gamma_(int x) { return beta(x) - 1; }
+int asm_exc_divide_error(int x) { return gamma_(x); }
+void _start(void) { for (;;) asm_exc_divide_error(1); }
+"""
+
+
+@pytest.fixture(scope="module")
+def plain_elf(tmp_path_factory):
+    """A linked program: gcc merged .text.* into .text (not FG-KASLR)."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not installed")
+    d = tmp_path_factory.mktemp("elf")
+    (d / "f.c").write_text(FIXTURE_C)
+    out = d / "f.elf"
+    run("gcc", "-O1", "-ffunction-sections", "-fdata-sections", "-nostdlib", "-static",
+        "-fno-pie", "-no-pie", "-Wl,--build-id=sha1", "-o", out, d / "f.c")
+    return out
+
+
+@pytest.fixture(scope="module")
+def fg_elf(tmp_path_factory):
+    """layout-tools' FG-KASLR-shaped fixture (nokallsyms.elf of build.sh):
+    .text.* orphans kept apart, _etext, build-id."""
+    if not shutil.which("gcc") or not shutil.which("ld"):
+        pytest.skip("gcc/ld not installed")
+    d = tmp_path_factory.mktemp("fg")
+    cflags = ["-O2", "-g", "-ffunction-sections", "-fno-pic", "-mcmodel=kernel",
+              "-fno-asynchronous-unwind-tables", "-ffreestanding", "-fno-stack-protector",
+              "-fno-toplevel-reorder", "-fcf-protection=none"]
+    for n in ("funcs", "other"):
+        run("gcc", *cflags, "-c", "-o", d / f"{n}.o", FIXSRC / f"{n}.c")
+    out = d / "fg.elf"
+    run("ld", "-T", FIXSRC / "fixture.lds", "--defsym=FGK_SLACK=0x1000", "--unique=.text.*",
+        "--build-id=sha1", "--no-warn-rwx-segments", "-z", "noexecstack", "-o", out,
+        d / "funcs.o", d / "other.o")
+    return out
+
+
+def readelf_sections(path):
+    ref = {}
+    for line in run("readelf", "-SW", path).splitlines():
+        m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
+                     r"([0-9a-f]+)", line)
+        if m and m.group(2) != "NULL":
+            ref.setdefault(m.group(2), (int(m.group(1)), int(m.group(4), 16),
+                                        int(m.group(6), 16)))
+    return ref
+
+
+def test_sections_match_readelf(plain_elf):
+    with libfgk.Vmlinux(plain_elf) as vm:
+        ref = readelf_sections(plain_elf)
+        assert ref
+        for name, (idx, addr, size) in ref.items():
+            s = vm.section(name)
+            assert s is not None, name
+            assert (s.index, s.addr, s.size) == (idx, addr, size), name
+        assert vm.section(".no.such.section") is None
+
+
+def test_symbols_match_nm(plain_elf):
+    ref = {}
+    for line in run("nm", "-S", plain_elf).splitlines():
+        f = line.split()
+        if len(f) == 4:
+            ref[f[3]] = (int(f[0], 16), int(f[1], 16))
+    vm = libfgk.Vmlinux(plain_elf)
+    names = ["linux_banner", "alpha", "beta", "asm_exc_divide_error", "counter",
+             "fgkaslr_boot_info"]
+    got = vm.symbols(names + ["no_such_symbol"])
+    assert "no_such_symbol" not in got and vm.symbol("no_such_symbol") is None
+    for n in names:
+        assert (got[n].addr, got[n].size) == ref[n], n
+
+
+def test_read_and_build_id(plain_elf):
+    vm = libfgk.Vmlinux(plain_elf)
+    b = vm.symbol("linux_banner")
+    assert vm.read(b.addr, b.size) == b"Linux version 6.1.0-fgk-test (fixture)\n\0"
+    assert vm.release == "6.1.0-fgk-test"
+    m = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", plain_elf))
+    assert vm.build_id == m.group(1)
+    bi = vm.symbol("fgkaslr_boot_info")
+    assert vm.read(bi.addr, 88)[:5] == bytes([0x21, 0x46, 0x47, 0x4b, 1])
+    with pytest.raises(FgkError, match="no section holds") as e:
+        vm.read(0x10, 4)
+    assert e.value.path == str(plain_elf) and e.value.code == libfgk.ERR_LOOKUP
+    with pytest.raises(FgkError, match="no section holds"):
+        vm.read(b.addr, 1 << 20)                # runs past the section's end
+
+
+def test_kind(plain_elf, fg_elf, tmp_path):
+    assert libfgk.Vmlinux(plain_elf).kind == "plain"
+    assert libfgk.Vmlinux(fg_elf).kind == "fgkaslr"
+    # vmlinux.fgk order: the relinked file's .text.* sections are not in
+    # address order; rewrite two section addresses by hand to get one
+    data = bytearray(fg_elf.read_bytes())
+    with open(fg_elf, "rb") as f:              # pyelftools, not the code under test
+        elf = ELFFile(f)
+        shoff, shentsize = elf["e_shoff"], elf["e_shentsize"]
+    ref = readelf_sections(fg_elf)
+    texts = sorted((v[0], v[1]) for k, v in ref.items() if k.startswith(".text.") and v[2])
+    (i1, a1), (i2, a2) = texts[0], texts[1]
+    struct.pack_into("<Q", data, shoff + i1 * shentsize + 16, a2)
+    struct.pack_into("<Q", data, shoff + i2 * shentsize + 16, a1)
+    swapped = tmp_path / "swapped.elf"
+    swapped.write_bytes(bytes(data))
+    assert libfgk.Vmlinux(swapped).kind == "relinked"
+
+
+def test_open_errors(tmp_path):
+    with pytest.raises(FgkError) as e:
+        libfgk.Vmlinux(tmp_path / "missing")
+    assert e.value.code == libfgk.ERR_OS and e.value.path == str(tmp_path / "missing")
+    (tmp_path / "t").write_text("hello, not an ELF file" * 4)
+    with pytest.raises(FgkError) as e:
+        libfgk.Vmlinux(tmp_path / "t")
+    assert e.value.code == libfgk.ERR_ELF and str(tmp_path / "t") in str(e.value)
+
+
+def test_extended_section_numbering(tmp_path):
+    """More than 0xff00 sections (e_shnum = 0, e_shstrndx = SHN_XINDEX) as
+    vmlinux has."""
+    if not shutil.which("gcc"):
+        pytest.skip("gcc not installed")
+    n = 65300
+    src = "".join(f'.section .text.f{i},"ax",@progbits\nf{i}: ret\n' for i in range(n))
+    (tmp_path / "big.s").write_text(src)
+    obj = tmp_path / "big.o"
+    run("gcc", "-c", "-o", obj, tmp_path / "big.s")
+    shnum, shstrndx = struct.unpack_from("<HH", obj.read_bytes()[:64], 0x3C)
+    assert shnum == 0 and shstrndx == 0xFFFF           # really extended
+    vm = libfgk.Vmlinux(obj)
+    s = vm.section(".text.f65299")
+    assert s is not None and s.size == 1
+    assert vm.kind == "fgkaslr"
+
+
+# --------------------------------------------------------------------------
+# layout and address translation, against `fgk layout --json`
+
+@pytest.fixture(scope="module")
+def cli_layout(fg_elf):
+    if not FGK.is_file():
+        pytest.skip("build/bin/fgk missing: run 'make tools'")
+    return json.loads(run(FGK, "layout", fg_elf, "--seed", SEED, "--json"))
+
+
+def test_layout_matches_cli(fg_elf, cli_layout):
+    lay = libfgk.Vmlinux(fg_elf).layout(SEED)
+    got = [(s.index, s.name, s.addr, s.size, s.new_addr) for s in lay.sections]
+    want = [(s["index"], s["name"], int(s["link"], 16), int(s["size"], 16),
+             int(s["new"], 16)) for s in cli_layout["sections"]]
+    assert got == want and lay.n == len(want)
+
+
+def test_runtime_and_link(fg_elf, cli_layout):
+    off = 0x1e000000
+    lay = libfgk.Vmlinux(fg_elf).layout(SEED)
+    secs = [(int(s["link"], 16), int(s["new"], 16), int(s["size"], 16))
+            for s in cli_layout["sections"]]
+    covered = set()
+    for link, new, size in secs:
+        for k in (0, size // 2, size - 1):
+            assert lay.runtime(link + k, off) == new + k + off
+            assert lay.link(new + k + off, off) == link + k
+        covered.update(range(new, new + size))
+    # padding between placed sections: no function there
+    start = min(n for _, n, _ in secs)
+    hole = next(a for a in range(start, max(n + s for _, n, s in secs)) if a not in covered)
+    with pytest.raises(FgkError, match="padding"):
+        lay.link(hole + off, off)
+    assert lay.unmap(hole) is None
+    # outside the region: the offset only
+    outside = lay.limit + 0x100
+    assert lay.runtime(outside, off) == outside + off
+    assert lay.link(outside + off, off) == outside
+    assert lay.section_at(secs[0][0]).new_addr == secs[0][1]
+
+
+def test_addr_matches_cli(fg_elf, cli_layout):
+    """Layout.addr (fgk-gdb's `fgk addr`) gives `fgk addr`'s lines and errors."""
+    off = 0x1e000000
+    lay = libfgk.Vmlinux(fg_elf).layout(SEED)
+    secs = cli_layout["sections"]
+    items = []
+    for s in secs[:6]:
+        new, size = int(s["new"], 16), int(s["size"], 16)
+        items += [s["name"].removeprefix(".text."), f"{new + off:#x}",
+                  f"[<{new + off + size - 1:016x}>]"]
+    # runtime addresses outside the shuffled region, SYMBOL+OFF[/SIZE], errors
+    items += [f"{lay.limit + 0x100 + off:#x}", f"{secs[0]['name'][6:]}+0x1/0x99",
+              f"{secs[0]['name'][6:]}+1", "no_such_symbol", "0x10", "a+b+c",
+              f"{secs[0]['name'][6:]}+0xffffffffffffffff", "x" * 2000]
+    covered = set()
+    for s in secs:
+        covered.update(range(int(s["new"], 16), int(s["new"], 16) + int(s["size"], 16)))
+    start = min(covered)
+    items.append(hex(next(a for a in range(start, max(covered)) if a not in covered) + off))
+    for item in items:
+        r = subprocess.run([str(FGK), "addr", str(fg_elf), "--seed", SEED, "--offset",
+                            hex(off), item], capture_output=True, text=True)
+        try:
+            a = lay.addr(item, off)
+        except FgkError as e:
+            assert r.returncode == 1 and r.stdout == "", (item, r.stdout)
+            assert r.stderr == f"fgk: {e}\n", item
+            continue
+        assert r.returncode == 0, (item, r.stderr)
+        assert r.stdout == a.line + "\n", item
+        fields = a.line.split("\t")
+        assert fields[0] == a.item and int(fields[1], 16) == a.runtime
+        assert int(fields[2], 16) == a.link
+        assert fields[4] == (a.section or "-")
+        assert (fields[3] == "-") == (a.symbol is None)
+    assert lay.addr("   ", off) is None
+
+
+def test_layout_errors(plain_elf):
+    with pytest.raises(FgkError) as e:
+        libfgk.Vmlinux(plain_elf).layout(SEED)
+    assert e.value.code == libfgk.ERR_NOT_FGKASLR and e.value.path == str(plain_elf)
+    with pytest.raises(FgkError, match="want exactly 64"):
+        libfgk.Vmlinux(plain_elf).layout("0x" + SEED)
+
+
+def test_relink_cache_path(fg_elf, tmp_path, monkeypatch):
+    vm = libfgk.Vmlinux(fg_elf)
+    monkeypatch.setenv("FGK_CACHE_DIR", str(tmp_path / "c"))
+    assert vm.relink_cache_path(SEED) == f"{tmp_path}/c/{vm.build_id}/{SEED}.vmlinux.fgk"
+    monkeypatch.delenv("FGK_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert vm.relink_cache_path(SEED) == f"{tmp_path}/x/fgk/{vm.build_id}/{SEED}.vmlinux.fgk"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert vm.relink_cache_path(SEED) == \
+        f"{tmp_path}/h/.cache/fgk/{vm.build_id}/{SEED}.vmlinux.fgk"
+    monkeypatch.delenv("HOME")
+    assert vm.relink_cache_path(SEED) is None
+
+
+# --------------------------------------------------------------------------
+# console text, VMCOREINFO
+
+@pytest.mark.parametrize("text,want", [
+    ("[    1.5] Kernel Offset: 0x1c000000 from 0xffffffff81000000 (relocation range: x)\n",
+     0x1c000000),
+    ("Kernel Offset: disabled\n", 0),
+    ("Kernel Offset: 0x1c000000 from x\nKernel Offset: 0x2a000000 from y\n", 0x2a000000),
+    ("Kernel Offset: 0x1c000000 from x\nKernel Offset: disabled\n", 0),
+    ("Kernel Offset: 1c000000\n", None),            # no 0x: not the kernel's format
+    ("Kernel Offset: 0X1C000000\n", None),
+    ("Kernel Offset: 0x\n", None),
+    ("Kernel Offset: 0x10000000000000000\n", None),  # 17 digits
+    ("Kernel offset: 0x1c000000\n", None),
+    ("no offset here\n", None),
+    ("", None),
+])
+def test_kernel_offset_scan(text, want):
+    assert libfgk.kernel_offset_scan(text) == want
+
+
+def test_parse_vmcoreinfo():
+    seed = "ab" * 32
+    v = libfgk.parse_vmcoreinfo(f"OSRELEASE=6.1.192\nBUILD-ID=ABCDEF01\nPAGESIZE=4096\n"
+                                f"KERNELOFFSET=1c000000\nFGKASLR_SEED={seed}\n")
+    assert (v.format, v.osrelease, v.build_id, v.offset, v.seed_state, v.seed) == \
+        ("text", "6.1.192", "abcdef01", 0x1c000000, "present", seed)
+    assert v.fields()["PAGESIZE"] == "4096"
+    v = libfgk.parse_vmcoreinfo("OSRELEASE=6.1.192\nFGKASLR_SEED=disabled\n")
+    assert (v.offset, v.seed_state, v.seed) == (None, "disabled", None)
+
+
+def test_seed_scan():
+    a, b = "ab" * 32, "cd" * 32
+    assert libfgk.seed_scan(f"fgkaslr seed: {a.upper()}\n") == (a, False)
+    assert libfgk.seed_scan(f"Command line: console=ttyS0 fgkaslr_seed={a}\r\n") == (a, False)
+    assert libfgk.seed_scan(f"FGKASLR_SEED={a}\n{a}\n") == (a, False)      # the same twice
+    assert libfgk.seed_scan("FGKASLR_SEED=disabled\n") == (None, True)
+    assert libfgk.seed_scan(f"seed={a}\n0x{a}\n{a}0\n{a[:-1]}g\n") == (None, False)
+    assert libfgk.seed_scan("") == (None, False)
+    with pytest.raises(FgkError, match="several different seeds") as e:
+        libfgk.seed_scan(f"{a}\n{b}\n")
+    assert e.value.code == libfgk.ERR_SEED
+    # 'fgk seed capture --text' finds the same (until it calls fgk_seed_scan too)
+    if FGK.is_file():
+        for text, want in ((f"fgkaslr seed: {a.upper()}\n", a), (f"seed={a}\n", None),
+                           (f"x fgkaslr_seed={b} y\n", b)):
+            r = subprocess.run([FGK, "seed", "capture", "--text", "-"], input=text,
+                               capture_output=True, text=True)
+            assert (r.stdout == f"seed: {want}\n") if want else r.returncode != 0, r

@@ -1,0 +1,336 @@
+"""Kernel modules without a guest (issue 18, items 1 and 2): the built
+kernel's fgk_test.ko (CONFIG_FG_KASLR_TEST_MODULE=m), read with pyelftools.
+
+* `fgk layout fgk_test.ko --seed S` is the core text layout of
+  docs/layout-spec.md section 8 as docs/layout_ref.py computes it, for
+  several seeds (and index order without a seed);
+* `fgk symbolize --modules` decodes module frames func+0xOFF/0xSIZE [mod]
+  to what `addr2line -f -i -j .text.<func> -e fgk_test.ko OFF` says (file
+  and line, every frame of the inline chain), for every byte of every
+  function of the module, and raw addresses inside a captured
+  /sys/module/fgk_test/sections layout to the same;
+* bad input: a .ko of another kernel (vermagic), of another build
+  (build-id, function size, capture), a truncated .ko, a missing module:
+  one line naming the file, exit 1.
+
+Skips when the kernel (and so fgk_test.ko) has not been built.
+"""
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+
+import pytest
+
+from conftest import KERNEL_DIR, REPO
+
+sys.path.insert(0, str(REPO / "docs"))
+import layout_ref  # noqa: E402
+
+from pathlib import Path
+
+FGK = Path(os.environ.get("FGK_BIN", REPO / "build" / "bin" / "fgk"))
+VMLINUX = KERNEL_DIR / "vmlinux"
+MODULES = KERNEL_DIR / "modules"
+SHF_ALLOC, SHF_EXECINSTR = 2, 4
+
+
+def module_ko():
+    ko = next(MODULES.rglob("fgk_test.ko"), None) if MODULES.is_dir() else None
+    if ko is None or not VMLINUX.is_file():
+        pytest.skip("build/kernel/modules has no fgk_test.ko: run 'make kernel' "
+                    "(CONFIG_FG_KASLR_TEST_MODULE=m)")
+    if not FGK.is_file():
+        pytest.skip("build/bin/fgk missing: run 'make tools'")
+    return ko
+
+
+def fgk(*args, input=None):
+    return subprocess.run([str(FGK), *map(str, args)], capture_output=True,
+                          text=True, input=input)
+
+
+def elf_sections(ko):
+    from elftools.elf.elffile import ELFFile
+    with open(ko, "rb") as f:
+        e = ELFFile(f)
+        secs = [(i, s.name, s["sh_type"], s["sh_flags"], s["sh_size"],
+                 max(s["sh_addralign"], 1)) for i, s in enumerate(e.iter_sections())]
+        funcs = []
+        for sym in e.get_section_by_name(".symtab").iter_symbols():
+            if sym["st_info"]["type"] == "STT_FUNC" and sym["st_size"] and \
+               isinstance(sym["st_shndx"], int):
+                funcs.append((sym.name, secs[sym["st_shndx"]][1], sym["st_value"],
+                              sym["st_size"]))
+        modinfo = e.get_section_by_name(".modinfo").data()
+    vermagic = re.search(rb"vermagic=([^\0]*)", modinfo).group(1).decode()
+    return secs, funcs, vermagic
+
+
+def reference_layout(ko, seed):
+    """Section 8 with docs/layout_ref.py: [(name, offset)] in layout order."""
+    secs, _, vermagic = elf_sections(ko)
+    unload = "mod_unload" in vermagic.split()
+    core = [s for s in secs[1:] if s[3] & (SHF_ALLOC | SHF_EXECINSTR) ==
+            SHF_ALLOC | SHF_EXECINSTR and not s[1].startswith(".init") and
+            (unload or not s[1].startswith(".exit"))]
+    rnd = [s for s in core if seed and s[2] == "SHT_PROGBITS" and
+           s[1].startswith(".text.") and s[4] > 0]
+    rest = [s for s in core if s not in rnd]
+    out, end = [], 0
+    if rest:
+        addrs = layout_ref.place([(s[4], s[5]) for s in rest], range(len(rest)), 0, 2**64)
+        out += [(s[1], a) for s, a in zip(rest, addrs)]
+        end = addrs[-1] + rest[-1][4]
+    if rnd:
+        order = layout_ref.permutation(seed, len(rnd), layout_ref.module_nonce("fgk_test"))
+        addrs = layout_ref.place([(s[4], s[5]) for s in rnd], order, end, 2**64)
+        out += sorted(((s[1], a) for s, a in zip(rnd, addrs)), key=lambda x: x[1])
+    return out
+
+
+def test_module_layout_is_section_8():
+    ko = module_ko()
+    seeds = ["77" * 32, "00" * 32, bytes(range(32)).hex()] + \
+        [secrets.token_hex(32) for _ in range(5)]
+    orders = set()
+    for seed in seeds:
+        r = fgk("layout", ko, "--seed", seed, "--json")
+        assert r.returncode == 0, r.stderr
+        j = json.loads(r.stdout)
+        assert j["module"] == "fgk_test" and j["seed"] == seed
+        got = [(s["name"], int(s["offset"], 16)) for s in j["sections"]]
+        want = reference_layout(ko, bytes.fromhex(seed))
+        # zero-sized sections share an offset with their neighbour: compare
+        # the order of the ones with a size, and every offset
+        assert sorted(got, key=lambda x: (x[1], x[0])) == \
+            sorted(want, key=lambda x: (x[1], x[0])), seed
+        sized = [s["name"] for s in j["sections"] if int(s["size"], 16)]
+        assert sized == [n for n, _ in want if n in sized], seed
+        assert sum(s["randomized"] for s in j["sections"]) >= 4
+        orders.add(tuple(sized))
+        # the TSV says the same
+        t = fgk("layout", ko, "--seed", seed)
+        rows = [l.split("\t") for l in t.stdout.splitlines()[1:]]
+        assert [(r[1], int(r[2], 16)) for r in rows] == \
+            [(s["name"], int(s["offset"], 16)) for s in j["sections"]]
+    assert len(orders) >= len(seeds) - 1, "the seed does not change the order"
+    r = fgk("layout", ko, "--json")
+    assert r.returncode == 0, r.stderr
+    got = [(s["name"], int(s["offset"], 16)) for s in json.loads(r.stdout)["sections"]]
+    assert got == reference_layout(ko, None)
+
+
+def addr2line(ko, section, offsets):
+    """[(file, line) chain] per offset, innermost first, from binutils."""
+    r = subprocess.run(["addr2line", "-a", "-f", "-i", "-j", section, "-e", str(ko)] +
+                       ["0x%x" % o for o in offsets], capture_output=True, text=True,
+                       check=True)
+    chains = []
+    for line in r.stdout.splitlines():
+        if re.fullmatch(r"0x[0-9a-f]+", line):
+            chains.append([])
+            fn = True
+        elif fn:
+            fn = False
+        else:
+            chains[-1].append(loc(line))
+            fn = True
+    assert len(chains) == len(offsets), r.stdout[:500]
+    return chains
+
+
+def addr2line_one(ko, section, off):
+    r = subprocess.run(["addr2line", "-f", "-i", "-j", section, "-e", str(ko),
+                        "0x%x" % off], capture_output=True, text=True, check=True)
+    lines = r.stdout.splitlines()
+    return [loc(lines[i + 1]) for i in range(0, len(lines), 2)]
+
+
+def loc(text):
+    text = re.sub(r" \(discriminator \d+\)", "", text)
+    f, _, l = text.rpartition(":")
+    return (f, l)
+
+
+def same_chain(ours, theirs):
+    """fgk prints paths relative to the build tree, addr2line absolute ones."""
+    if len(ours) != len(theirs):
+        return False
+    return all(l1 == l2 and (f2 == f1 or f2.endswith("/" + f1))
+               for (f1, l1), (f2, l2) in zip(ours, theirs))
+
+
+def fgk_chain(text):
+    return [tuple(x.rsplit(":", 1)) for x in text.split()]
+
+
+def all_modules():
+    return sorted(MODULES.rglob("*.ko")) if MODULES.is_dir() else []
+
+
+@pytest.mark.parametrize("ko", all_modules() or ["fgk_test.ko"],
+                         ids=lambda p: getattr(p, "name", p))
+def test_module_frames_equal_addr2line(ko):
+    """Every byte of every function of each built module (fgk_test.ko, and
+    the others for inline chains and names with '-')."""
+    module_ko()
+    _, funcs, _ = elf_sections(ko)
+    from elftools.elf.elffile import ELFFile
+    with open(ko, "rb") as f:
+        modinfo = ELFFile(f).get_section_by_name(".modinfo").data()
+    mod = re.search(rb"(?:^|\0)name=([^\0]*)", modinfo).group(1).decode()
+    frames, want = [], []
+    for name, section, value, size in funcs:
+        offs = list(range(size))
+        for off, chain in zip(offs, addr2line(ko, section, [value + o for o in offs])):
+            if chain[0][1] in ("0", "?"):
+                continue
+            frames.append(f" {name}+0x{off:x}/0x{size:x} [{mod}]")
+            want.append((name, off, chain))
+    if not frames:
+        pytest.skip(f"{ko.name}: no function with line information")
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES, input="\n".join(frames) + "\n")
+    assert r.returncode == 0, r.stderr
+    got = r.stdout.splitlines()
+    assert len(got) == len(frames)
+    chains = 0
+    for line, (name, off, chain) in zip(got, want):
+        m = re.fullmatch(r" %s\+0x%x/0x[0-9a-f]+ \[%s\] \((.*)\)" %
+                         (re.escape(name), off, re.escape(mod)), line)
+        assert m, (line, chain)
+        assert same_chain(fgk_chain(m.group(1)), chain), (line, chain)
+        chains += len(chain) > 1
+    print(f"{ko.name}: {len(frames)} frames of {len(funcs)} functions equal "
+          f"addr2line -j; {chains} with an inline chain")
+    if ko.name == "fgk_test.ko":
+        assert len({w[0] for w in want}) >= 10
+
+
+def capture_for(ko, seed, base):
+    """A /sys/module/fgk_test/sections capture for a module loaded at base."""
+    lines = [f"/sys/module/fgk_test/sections/{n}:0x{base + off:x}"
+             for n, off in reference_layout(ko, bytes.fromhex(seed))
+             if n != ".text"]
+    lines.append(f"/sys/module/fgk_test/sections/.rodata:0x{base + 0x8000:x}")
+    return "\n".join(lines) + "\n"
+
+
+def test_module_raw_addresses_through_a_capture(tmp_path):
+    ko = module_ko()
+    seed = secrets.token_hex(32)
+    base = 0xffffffffc0200000 + 0x1000 * secrets.randbelow(256)
+    cap = tmp_path / "sections"
+    cap.write_text(capture_for(ko, seed, base))
+    where = dict(reference_layout(ko, bytes.fromhex(seed)))
+    _, funcs, _ = elf_sections(ko)
+    text, want, seen = "", [], set()
+    for name, section, value, size in funcs:
+        if section not in where or (section, value) in seen:
+            continue            # .init.text: freed after init, not captured here
+        seen.add((section, value))
+        # aliases (cleanup_module = fgk_test_exit): any of the names
+        names = "|".join(re.escape(f[0]) for f in funcs if f[1:3] == (section, value))
+        for off in sorted({0, size // 2, size - 1}):
+            addr = base + where[section] + value + off
+            text += f"RDI: {addr:016x}\n"
+            want.append((addr, names, off, size, addr2line_one(ko, section, value + off)))
+    r = fgk("symbolize", VMLINUX, "--seed", seed, "--modules", MODULES,
+            "--module-sections", cap, input=text)
+    assert r.returncode == 0, r.stderr
+    for addr, name, off, size, chain in want:
+        m = re.search(r"^    %016x = (?:%s)\+0x%x/0x%x \[fgk_test\] \((.*)\)$" %
+                      (addr, name, off, size), r.stdout, re.M)
+        assert m, (hex(addr), name, r.stdout)
+        assert same_chain(fgk_chain(m.group(1)), chain), (m.group(0), chain)
+    # the same capture with another seed's layout is refused, not used
+    other = secrets.token_hex(32)
+    r = fgk("symbolize", VMLINUX, "--seed", other, "--modules", MODULES,
+            "--module-sections", cap, input=text)
+    assert r.returncode == 1 and str(cap) in r.stderr and "another seed" in r.stderr
+
+
+# ---- bad input ------------------------------------------------------------
+
+
+def one_line_error(r, path, *needles):
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("fgk") and str(path) in lines[0], lines[0]
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert r.stdout == "", f"output on error: {r.stdout[:200]!r}"
+
+
+def test_module_of_another_kernel_is_refused(tmp_path):
+    ko = module_ko()
+    data = ko.read_bytes()
+    _, _, vermagic = elf_sections(ko)
+    release = vermagic.split()[0]
+    other = release[:-1] + ("0" if release[-1] != "0" else "1")
+    bad = tmp_path / "mods" / "fgk-test.ko"          # '-' for '_' is the same module
+    bad.parent.mkdir()
+    bad.write_bytes(data.replace(b"vermagic=" + release.encode(),
+                                 b"vermagic=" + other.encode()))
+    r = fgk("symbolize", VMLINUX, "--modules", bad.parent,
+            input=" vfs_read+0x5/0x180\n fgk_test_leaf+0x5/0x25 [fgk_test]\n")
+    one_line_error(r, bad, "vermagic mismatch", other)
+
+
+def test_module_of_another_build_is_refused(tmp_path):
+    ko = module_ko()
+    _, funcs, _ = elf_sections(ko)
+    name, _, _, size = next(f for f in funcs if f[1].startswith(".text."))
+    # a trace printed with the module's build-id (CONFIG_STACKTRACE_BUILD_ID)
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES,
+            input=f" {name}+0x1/0x{size:x} [fgk_test {'ab' * 20}]\n")
+    one_line_error(r, ko, "build-id")
+    # a function of another size than the trace's
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES,
+            input=f" {name}+0x1/0x{size + 0x10:x} [fgk_test]\n")
+    one_line_error(r, ko, "another build")
+    # a capture naming a section this .ko does not have
+    cap = tmp_path / "sections"
+    cap.write_text("/sys/module/fgk_test/sections/.text.no_such_fn:0xffffffffc0001000\n")
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES, "--module-sections", cap,
+            input=f" {name}+0x1/0x{size:x} [fgk_test]\n")
+    one_line_error(r, cap, ".text.no_such_fn")
+    # a capture read as a user: addresses hidden
+    cap.write_text("/sys/module/fgk_test/sections/.text.fgk_test_leaf:0x0000000000000000\n")
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES, "--module-sections", cap,
+            input="x\n")
+    one_line_error(r, cap, "root")
+
+
+def test_truncated_and_missing_modules(tmp_path):
+    ko = module_ko()
+    data = ko.read_bytes()
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    cut = mods / "fgk_test.ko"
+    cut.write_bytes(data[:len(data) // 2])
+    r = fgk("layout", cut, "--seed", "11" * 32)
+    one_line_error(r, cut, "truncated")
+    r = fgk("symbolize", VMLINUX, "--modules", mods,
+            input=" fgk_test_leaf+0x5/0x25 [fgk_test]\n")
+    one_line_error(r, cut, "truncated")
+    missing = tmp_path / "nowhere" / "fgk_test.ko"
+    r = fgk("layout", missing, "--seed", "11" * 32)
+    one_line_error(r, missing)
+    cap = tmp_path / "sections"
+    cap.write_text("/sys/module/no_such_mod/sections/.text:0xffffffffc0001000\n")
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES, "--module-sections", cap,
+            input="x\n")
+    one_line_error(r, cap, "no_such_mod")
+    # a module frame whose .ko is not there is left alone, not an error
+    r = fgk("symbolize", VMLINUX, "--modules", mods,
+            input=" vfs_read+0x5/0x180\n foo+0x1/0x2 [no_such_mod]\n")
+    assert r.returncode == 0, r.stderr
+    assert " foo+0x1/0x2 [no_such_mod]\n" in r.stdout
+    # a --modules directory that does not exist is an error naming it
+    r = fgk("symbolize", VMLINUX, "--modules", tmp_path / "none",
+            input=" vfs_read+0x5/0x180\n")
+    one_line_error(r, tmp_path / "none")
