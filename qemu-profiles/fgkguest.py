@@ -39,6 +39,7 @@ from fgkbase import (DEFAULT_KERNEL, PRIVATE_UMASK, RUNS_DIR, UsageError, open_p
                      private_dir, write_private)
 from fgkinitramfs import DEFAULT_SCRIPT, HOLD_SCRIPT, base_initramfs, overlay_archive
 from fgkprofiles import load_profile
+from fgkqmp import qmp_command
 from fgkresult import MARK_BEGIN, MARK_END_RE, Result, make_result
 from fgkseed import read_seed_record
 import libfgk  # noqa: E402  (on sys.path through fgkbase)
@@ -162,6 +163,7 @@ class Guest:
         self.extra_qemu_args = list(extra_qemu_args or [])
         self.proc = None
         self.result: Result | None = None
+        self.diagnosis, self._diag_note = "", ""
 
     # -- build the command ---------------------------------------------
     def _prepare(self):
@@ -211,6 +213,12 @@ class Guest:
             if self.qmp_path.exists():
                 self.qmp_path.unlink()
             cmd += ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"]
+        # A second, private monitor for the runner alone: when a guest
+        # times out, its vCPUs' registers go into the log (see _diagnose).
+        self.diag_path = self.log_path.with_suffix(".diag")
+        if self.diag_path.exists():
+            self.diag_path.unlink()
+        cmd += ["-qmp", f"unix:{self.diag_path},server=on,wait=off"]
         cmd += self.profile.qemu_args + self.extra_qemu_args
         self.qemu_cmd = cmd
         return cmd
@@ -326,6 +334,23 @@ class Guest:
                     pass
                 self.proc.wait()
 
+    def _diagnose(self):
+        """A hung guest: append every vCPU's registers (QEMU's `info
+        registers -a`) to the console log, so that a timeout in CI says
+        where the guest was stuck."""
+        try:
+            regs = qmp_command(self.diag_path, "human-monitor-command", timeout=15,
+                               **{"command-line": "info registers -a"})
+        except (OSError, RuntimeError, ValueError) as e:
+            regs = f"(no registers: {e})\n"
+        # the general registers only: the FPU/SSE/AVX state is noise here
+        regs = "".join(l for l in regs.splitlines(keepends=True)
+                       if not re.match(r"(FPR|[XYZ]MM|FCW|Opmask)", l))
+        rips = re.findall(r"^RIP=([0-9a-f]+) .*?$", regs, re.M)
+        self.diagnosis = "vCPU RIPs " + (" ".join(rips) if rips else "unknown")
+        self._diag_note = (f"\n=== fgkrun: guest timed out; vCPU registers ===\n{regs}"
+                           f"=== end vCPU registers ===\n")
+
     def _stop(self):
         """Kill QEMU, finish reading its console, close files."""
         self.kill()
@@ -343,6 +368,7 @@ class Guest:
                 now = time.monotonic()
                 if deadline is not None and now >= deadline:
                     timed_out = True
+                    self._diagnose()
                     break
                 if end_seen_at is None and MARK_END_RE.search(
                         self._console_bytes()[-4096:].decode("utf-8", "replace")):
@@ -363,6 +389,7 @@ class Guest:
     def _result(self, timed_out: bool) -> Result:
         duration = time.monotonic() - self.t0
         log = self._buf.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "")
+        log += self._diag_note
         write_private(self.log_path, log)
         raw = self.out_path.read_bytes()
         if MARK_BEGIN.encode() not in raw:
@@ -375,6 +402,8 @@ class Guest:
                           log_path=self.log_path, cmdline=self.cmdline,
                           profile=self.profile.name, duration=duration,
                           qemu_pid=self.proc.pid)
+        if timed_out and self.diagnosis:
+            res.message += f"; {self.diagnosis}"
         self._remove_scratch()
         return res
 
@@ -382,7 +411,8 @@ class Guest:
         for p in (self.initrd_path, self.out_path, self.out2_path,
                   self.log_path.with_suffix(".qemu-stderr"),
                   self.log_path.with_suffix(".efivars"),
-                  self.log_path.with_suffix(".qemu-cfg")):
+                  self.log_path.with_suffix(".qemu-cfg"),
+                  self.log_path.with_suffix(".diag")):
             try:
                 p.unlink()
             except OSError:

@@ -62,6 +62,10 @@ def boot(script, profile="boot", seed=None, append="", timeout=180, **kw):
     res = fgkrun.run(profile, script, seed=seed, append=append, timeout=timeout, **kw)
     if res.message:
         print(res.message)      # shown by pytest when the test fails
+    if res.timed_out:
+        # where the guest was: its last console lines and vCPU registers
+        print("--- the console's last lines ---")
+        print("\n".join(res.log.splitlines()[-120:]))
     return res
 
 

@@ -153,6 +153,11 @@ def test_timeout_kills_guest(kernel):
     assert res.rc == 124 and res.timed_out
     assert time.monotonic() - t0 < 40
     assert "timed out after 10 s" in res.message
+    # where the guest was: every vCPU's registers, from QEMU, in the log
+    assert re.search(r"vCPU RIPs( ffffffff[0-9a-f]{8}){2}$", res.message), res.message
+    regs = res.log.split("=== fgkrun: guest timed out; vCPU registers ===\n")[1]
+    assert len(re.findall(r"^RIP=ffffffff", regs, re.M)) == 2 and "CR3=" in regs
+    assert "YMM" not in regs and regs.rstrip().endswith("=== end vCPU registers ===")
     assert res.qemu_pid and not os.path.exists(f"/proc/{res.qemu_pid}"), "QEMU still running"
 
 
@@ -219,7 +224,7 @@ def test_run_files_are_private(kernel):
             assert mode(fgkrun.RUNS_DIR) == 0o700
             live = sorted(fgkrun.RUNS_DIR.glob(glob_escape(g.log_path.stem) + ".*"))
             assert {p.suffix for p in live} >= {".log", ".initrd", ".out", ".ttyS1",
-                                                 ".qemu-stderr", ".qmp", ".qemu-cfg"}, live
+                                                 ".qemu-stderr", ".qmp", ".qemu-cfg", ".diag"}, live
             # the kernel command line reaches QEMU through the 0600 config
             # file, not its argv, which every local user can read
             argv = Path(f"/proc/{g.proc.pid}/cmdline").read_bytes()
