@@ -347,6 +347,15 @@ class Guest:
         regs = "".join(l for l in regs.splitlines(keepends=True)
                        if not re.match(r"(FPR|[XYZ]MM|FCW|Opmask)", l))
         rips = re.findall(r"^RIP=([0-9a-f]+) .*?$", regs, re.M)
+        # the code each vCPU is at, as memory holds it now
+        for rip in dict.fromkeys(rips):
+            try:
+                dump = qmp_command(self.diag_path, "human-monitor-command", timeout=15,
+                                   **{"command-line": f"x/16xb 0x{rip}"})
+                regs += f"code at {rip}: " + " ".join(
+                    re.findall(r"\b0x([0-9a-f]{2})\b", dump)) + "\n"
+            except (OSError, RuntimeError, ValueError) as e:
+                regs += f"code at {rip}: unreadable ({e})\n"
         self.diagnosis = "vCPU RIPs " + (" ".join(rips) if rips else "unknown")
         self._diag_note = (f"\n=== fgkrun: guest timed out; vCPU registers ===\n{regs}"
                            f"=== end vCPU registers ===\n")

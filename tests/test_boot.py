@@ -158,6 +158,8 @@ def test_timeout_kills_guest(kernel):
     regs = res.log.split("=== fgkrun: guest timed out; vCPU registers ===\n")[1]
     assert len(re.findall(r"^RIP=ffffffff", regs, re.M)) == 2 and "CR3=" in regs
     assert "YMM" not in regs and regs.rstrip().endswith("=== end vCPU registers ===")
+    # and the code there, as memory holds it
+    assert re.search(r"^code at ffffffff[0-9a-f]{8}:( [0-9a-f]{2}){16}$", regs, re.M), regs
     assert res.qemu_pid and not os.path.exists(f"/proc/{res.qemu_pid}"), "QEMU still running"
 
 
