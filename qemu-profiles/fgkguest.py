@@ -47,8 +47,16 @@ import libfgk  # noqa: E402  (on sys.path through fgkbase)
 BASE_CMDLINE = "console=ttyS0 panic=-1"
 
 QEMU = os.environ.get("FGK_QEMU", "qemu-system-x86_64")
-QEMU_BASE = ["-accel", "tcg", "-m", "512M", "-smp", "2", "-nographic", "-no-reboot",
-             "-nic", "none"]          # no network in the guest
+# Single-threaded TCG: both vCPUs on one host thread.  With QEMU 7.2's
+# default multi-threaded TCG, a guest that patches code another vCPU runs
+# hangs now and then: toggling a trace event (which patches the
+# sched_switch static key in __schedule) 300 times hung 3 of 5 boots, with
+# FG-KASLR and with nofgkaslr alike: one vCPU spins at the patched site with
+# interrupts off, the other waits for its IPI.  Single-threaded: 0 of 8,
+# and the same boots took 16-18 s instead of 30 s on 2 host cores
+# (docs/building.md).
+QEMU_BASE = ["-accel", "tcg,thread=single", "-m", "512M", "-smp", "2", "-nographic",
+             "-no-reboot", "-nic", "none"]          # no network in the guest
 # The guest CPU.  TCG's "max" exposes RDRAND/RDSEED, so the decompressor's
 # seed does not come from rdtsc alone; "qemu64" is a CPU without them.
 DEFAULT_CPU = "max"
