@@ -288,10 +288,22 @@ def test_module_of_another_build_is_refused(tmp_path):
     r = fgk("symbolize", VMLINUX, "--modules", MODULES,
             input=f" {name}+0x1/0x{size:x} [fgk_test {'ab' * 20}]\n")
     one_line_error(r, ko, "build-id")
-    # a function of another size than the trace's
+    # a function larger than the trace says (the kernel prints the distance
+    # to the next symbol: never less than the function)
     r = fgk("symbolize", VMLINUX, "--modules", MODULES,
-            input=f" {name}+0x1/0x{size + 0x10:x} [fgk_test]\n")
+            input=f" {name}+0x1/0x{size - 1:x} [fgk_test]\n")
     one_line_error(r, ko, "another build")
+    # the oops's RIP line: "RIP: 0010:func+0xOFF/0xSIZE [mod]"
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES,
+            input=f"RIP: 0010:{name}+0x1/0x{size:x} [fgk_test]\n")
+    assert r.returncode == 0 and re.fullmatch(
+        r"RIP: 0010:%s\+0x1/0x%x \[fgk_test\] \(\S+:\d+.*\)\n" % (name, size), r.stdout), \
+        (r.stdout, r.stderr)
+    # the padding before the next shuffled section is part of that distance
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES,
+            input=f" {name}+0x1/0x{size + 0xc:x} [fgk_test]\n")
+    assert r.returncode == 0 and re.search(r"\[fgk_test\] \(\S+:\d+", r.stdout), \
+        (r.stdout, r.stderr)
     # a capture naming a section this .ko does not have
     cap = tmp_path / "sections"
     cap.write_text("/sys/module/fgk_test/sections/.text.no_such_fn:0xffffffffc0001000\n")

@@ -2,16 +2,22 @@
 /* fgk crash: open a crash dump of a shuffled kernel in the crash utility. */
 #include <errno.h>
 #include <limits.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 static const char help[] =
 "usage: fgk crash VMCORE [VMLINUX] [-i FILE] [--seed SEED | --seed-file RECORD]\n"
-"                 [--crash PROGRAM] [-n] [-q] [-- CRASH-ARGS...]\n"
+"                 [--modules DIR]... [--no-modules] [--crash PROGRAM] [-n] [-q]\n"
+"                 [-- CRASH-ARGS...]\n"
 "       fgk crash --info VMCORE\n"
 "\n"
 "Read the dump's VMCOREINFO (ELF core: the VMCOREINFO PT_NOTE; kdump-\n"
@@ -32,8 +38,17 @@ static const char help[] =
 "FG-KASLR series) needs --seed or --seed-file; a vmlinux without .text.*\n"
 "sections is used as it is.  FGKASLR_SEED=disabled: vmlinux as it is.\n"
 "\n"
+"Module symbols: crash first runs 'mod -S' on the .ko files found under\n"
+"--modules DIR (repeatable, searched recursively, '-' and '_' equal, the\n"
+"first NAME.ko wins), else under the 'modules' directory beside VMLINUX\n"
+"(build/kernel/modules); each is checked against VMLINUX (vermagic) and a\n"
+"module of another build is refused.  crash reads where the dump's kernel\n"
+"put each module section, shuffled or not.\n"
+"\n"
 "-i FILE            crash runs the commands in FILE (then its prompt, unless\n"
 "                   FILE ends with 'exit')\n"
+"--modules DIR      load module symbols from the .ko files under DIR\n"
+"--no-modules       load none (crash's own 'mod' command still works)\n"
 "--seed SEED        seed for dumps that do not carry FGKASLR_SEED\n"
 "--seed-file RECORD seed record (docs/seed-records.md), ditto; its build-id\n"
 "                   must match and its offset is used when the dump has none\n"
@@ -43,7 +58,7 @@ static const char help[] =
 "--info             print what the dump's VMCOREINFO says and exit\n"
 "-- CRASH-ARGS      passed to crash before the file names\n";
 
-enum { OPT_CRASH = 0x300, OPT_INFO };
+enum { OPT_CRASH = 0x300, OPT_INFO, OPT_MODULES, OPT_NO_MODULES };
 
 static void print_info(FILE *f, const char *dump, const struct fgk_vmcoreinfo *vi)
 {
@@ -102,6 +117,13 @@ struct crash_run {
 	const char *target;		/* the vmlinux crash gets */
 	char *fgk_path;			/* the relinked vmlinux.fgk */
 	char kaslr[64];			/* crash's --kaslr= option */
+	const char **mod_dirs;		/* --modules, NULL-terminated */
+	int nmod_dirs;
+	bool no_modules;
+	char *default_mod_dir;		/* VMLINUX's directory + /modules */
+	char *mod_tmp;			/* private: links to the .ko files, crash's input */
+	char *mod_input;		/* "mod -S" + the -i FILE */
+	size_t nmodules;
 };
 
 /* The command line; -1 to go on, else the exit status. */
@@ -111,6 +133,8 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 		CLI_TARGET_OPTIONS,
 		{ "crash", required_argument, NULL, OPT_CRASH },
 		{ "info", no_argument, NULL, OPT_INFO },
+		{ "modules", required_argument, NULL, OPT_MODULES },
+		{ "no-modules", no_argument, NULL, OPT_NO_MODULES },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ 0 },
@@ -151,6 +175,19 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 		case OPT_INFO:
 			c->info_only = true;
 			break;
+		case OPT_MODULES: {
+			const char **v = realloc(c->mod_dirs, (c->nmod_dirs + 2) * sizeof(*v));
+
+			if (!v)
+				return cli_fail(&fgk_enomem);
+			v[c->nmod_dirs++] = optarg;
+			v[c->nmod_dirs] = NULL;
+			c->mod_dirs = v;
+			break;
+		}
+		case OPT_NO_MODULES:
+			c->no_modules = true;
+			break;
 		default:
 			return cli_usage_error(&cmd_crash, "bad option");
 		}
@@ -165,6 +202,8 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 		return cli_usage_error(&cmd_crash, "missing VMCORE");
 	if (c->t.seed_text && c->t.seed_file)
 		return cli_usage_error(&cmd_crash, "give --seed or --seed-file, not both");
+	if (c->no_modules && c->nmod_dirs)
+		return cli_usage_error(&cmd_crash, "give --modules or --no-modules, not both");
 	if (c->input && access(c->input, R_OK) != 0)
 		return cli_errorf("-i %s: %s", c->input, strerror(errno));
 	return -1;
@@ -399,6 +438,209 @@ static int relink_target(struct crash_run *c)
 	return rc;
 }
 
+/* ---- module symbols ----------------------------------------------------- */
+
+struct mod_collect {
+	struct crash_run *c;
+	bool link;		/* make the links (else only check and count) */
+};
+
+/* An errno error about path, for the fgk_module_each callback. */
+static struct fgk_error *os_error(int errnum, const char *path, const char *what)
+{
+	struct fgk_error *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return &fgk_enomem;
+	e->code = FGK_ERR_OS;
+	e->errnum = errnum;
+	e->path = strdup(path);
+	if (asprintf(&e->message, "%s: %s", what, strerror(errnum)) < 0)
+		e->message = NULL;
+	if (!e->path || !e->message) {
+		fgk_error_free(e);
+		return &fgk_enomem;
+	}
+	return e;
+}
+
+/* One NAME.ko: checked against vmlinux, then linked as mod_tmp/NAME.ko. */
+static struct fgk_error *collect_module(const char *path, const char *name, void *arg)
+{
+	struct mod_collect *mc = arg;
+	struct crash_run *c = mc->c;
+	struct fgk_module *m;
+	struct fgk_error *err = fgk_module_open(path, &m);
+	char *target = NULL, *link = NULL;
+
+	if (err)
+		return err;
+	err = fgk_module_check(m, c->t.vm);
+	fgk_module_close(m);
+	if (err)
+		return err;
+	c->nmodules++;
+	if (!mc->link)
+		return NULL;
+	/* crash looks for <struct module name>.ko: the link has that name */
+	target = realpath(path, NULL);
+	if (!target)
+		return os_error(errno, path, "cannot resolve module path");
+	if (asprintf(&link, "%s/modules/%s.ko", c->mod_tmp, name) < 0) {
+		free(target);
+		return &fgk_enomem;
+	}
+	if (symlink(target, link) < 0)
+		err = os_error(errno, link, "cannot link module");
+	free(target);
+	free(link);
+	return err;
+}
+
+/* Copy FILE (the user's -i) to out; 0 or the exit status. */
+static int append_file(FILE *out, const char *path)
+{
+	char buf[8192];
+	size_t n;
+	FILE *in = fopen(path, "r");
+
+	if (!in)
+		return cli_errorf("-i %s: %s", path, strerror(errno));
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			break;
+	if (ferror(in)) {
+		fclose(in);
+		return cli_errorf("-i %s: read error", path);
+	}
+	fclose(in);
+	return 0;
+}
+
+/*
+ * The modules crash gets: --modules, else VMLINUX's directory's modules/.
+ * Every .ko is checked against vmlinux (another build: refused); unless
+ * -n, a private directory gets links NAME.ko -> the module and crash's
+ * input: "mod -S" on that directory, then the user's -i FILE.
+ */
+static int prepare_modules(struct crash_run *c)
+{
+	const char *tmp = getenv("TMPDIR");
+	struct mod_collect mc = { .c = c, .link = !c->dry };
+	const char *def[2] = { NULL, NULL };
+	const char *const *dirs = c->mod_dirs;
+	char *base = NULL, *sub = NULL;
+	struct fgk_error *err;
+	FILE *f;
+	int fd, rc = 0;
+
+	if (c->no_modules)
+		return 0;
+	if (!dirs) {
+		char *vd = dir_of(c->t.vmlinux);
+		struct stat st;
+
+		if (!vd || asprintf(&c->default_mod_dir, "%s/modules", vd) < 0) {
+			free(vd);
+			c->default_mod_dir = NULL;
+			return cli_fail(&fgk_enomem);
+		}
+		free(vd);
+		if (stat(c->default_mod_dir, &st) < 0 || !S_ISDIR(st.st_mode))
+			return 0;
+		def[0] = c->default_mod_dir;
+		dirs = def;
+	}
+	if (mc.link) {
+		if (asprintf(&base, "%s/fgk-crash-%u", tmp && *tmp ? tmp : "/tmp",
+			     (unsigned)geteuid()) < 0)
+			return cli_fail(&fgk_enomem);
+		err = fgk_private_dir(base);
+		if (!err && asprintf(&c->mod_tmp, "%s/modules.XXXXXX", base) < 0) {
+			c->mod_tmp = NULL;
+			err = &fgk_enomem;
+		}
+		free(base);
+		if (!err && !mkdtemp(c->mod_tmp))
+			err = os_error(errno, c->mod_tmp, "cannot create directory");
+		if (err) {
+			free(c->mod_tmp);
+			c->mod_tmp = NULL;
+			return cli_fail(err);
+		}
+		if (asprintf(&sub, "%s/modules", c->mod_tmp) < 0)
+			return cli_fail(&fgk_enomem);
+		if (mkdir(sub, 0700) < 0)
+			rc = cli_errorf("%s: %s", sub, strerror(errno));
+		if (rc) {
+			free(sub);
+			return rc;
+		}
+	}
+	err = fgk_module_each(dirs, collect_module, &mc);
+	if (err) {
+		free(sub);
+		return cli_fail(err);
+	}
+	if (!c->quiet)
+		fprintf(stderr, "fgk crash: module symbols: %zu module%s under %s%s\n",
+			c->nmodules, c->nmodules == 1 ? "" : "s", dirs[0],
+			dirs[1] ? " and more" : "");
+	if (!mc.link || !c->nmodules) {
+		free(sub);
+		return 0;
+	}
+	if (asprintf(&c->mod_input, "%s/input", c->mod_tmp) < 0) {
+		c->mod_input = NULL;
+		free(sub);
+		return cli_fail(&fgk_enomem);
+	}
+	fd = open(c->mod_input, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f) {
+		rc = cli_errorf("%s: %s", c->mod_input, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(sub);
+		return rc;
+	}
+	fprintf(f, "mod -S %s\n", sub);
+	free(sub);
+	if (c->input)
+		rc = append_file(f, c->input);
+	if (fclose(f) != 0 && !rc)
+		rc = cli_errorf("%s: write error", c->mod_input);
+	if (!rc)
+		c->input = c->mod_input;
+	return rc;
+}
+
+/* Remove the private module directory: its links and crash's input. */
+static void cleanup_modules(struct crash_run *c)
+{
+	char *sub = NULL;
+	DIR *d;
+	struct dirent *de;
+
+	if (c->mod_tmp && asprintf(&sub, "%s/modules", c->mod_tmp) >= 0) {
+		d = opendir(sub);
+		while (d && (de = readdir(d)))
+			if (de->d_name[0] != '.')
+				unlinkat(dirfd(d), de->d_name, 0);
+		if (d)
+			closedir(d);
+		rmdir(sub);
+		free(sub);
+		if (c->mod_input)
+			unlink(c->mod_input);
+		rmdir(c->mod_tmp);
+	}
+	free(c->mod_tmp);
+	free(c->mod_input);
+	free(c->default_mod_dir);
+	free(c->mod_dirs);
+}
+
 /* What was found, on stderr (unless -q). */
 static void describe(const struct crash_run *c)
 {
@@ -416,6 +658,40 @@ static void describe(const struct crash_run *c)
 	fprintf(stderr, "fgk crash: vmlinux %s%s%s%s\n", c->target,
 		c->shuffle ? (c->cached ? " (cached relink of " : " (relinked from ") : "",
 		c->shuffle ? c->t.vmlinux : "", c->shuffle ? ")" : "");
+}
+
+/*
+ * crash as a child, when fgk has files to remove afterwards (the module
+ * links): its exit status, 128 + the signal that killed it.  The terminal's
+ * ^C and ^\\ are crash's: fgk ignores them while it waits.
+ */
+static int run_crash(struct crash_run *c, char **av)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_int, old_quit;
+	int status, rc;
+	pid_t pid;
+
+	sigaction(SIGINT, &ign, &old_int);
+	sigaction(SIGQUIT, &ign, &old_quit);
+	pid = fork();
+	if (pid == 0) {
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGQUIT, &old_quit, NULL);
+		execvp(c->crash, av);
+		fprintf(stderr, "fgk: cannot run '%s': %s (install the Debian package crash, or set --crash/FGK_CRASH)\n",
+			c->crash, strerror(errno));
+		_exit(1);
+	}
+	if (pid < 0) {
+		rc = cli_errorf("cannot run '%s': %s", c->crash, strerror(errno));
+	} else {
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGQUIT, &old_quit, NULL);
+	return rc;
 }
 
 /* Run crash (or, with -n, print its command line); returns on failure only. */
@@ -449,6 +725,11 @@ static int exec_crash(struct crash_run *c)
 	}
 	fflush(stdout);
 	fflush(stderr);
+	if (c->mod_tmp) {
+		rc = run_crash(c, av);
+		free(av);
+		return rc;
+	}
 	execvp(c->crash, av);
 	rc = cli_errorf("cannot run '%s': %s (install the Debian package crash, or set --crash/FGK_CRASH)",
 			c->crash, strerror(errno));
@@ -480,10 +761,13 @@ static int run(int argc, char **argv)
 		choose_kaslr(&c);
 		rc = relink_target(&c);
 	}
+	if (!rc)
+		rc = prepare_modules(&c);
 	if (!rc) {
 		describe(&c);
 		rc = exec_crash(&c);
 	}
+	cleanup_modules(&c);
 	free(c.fgk_path);
 	fgk_vmcoreinfo_clear(&c.vi);
 	if (c.t.vmlinux && c.t.vm && c.t.vmlinux == fgk_vmlinux_path(c.t.vm))

@@ -324,7 +324,9 @@ struct fgk_error *fgk_module_symbol(struct fgk_module *m, const char *name,
 			first = s;
 			break;
 		}
-		if (!first)
+		/* else the largest that fits the trace's size (padding) */
+		if (!first || (s->size <= size &&
+			       (first->size > size || s->size > first->size)))
 			first = s;
 	}
 	if (!first)
@@ -413,20 +415,26 @@ bool fgk_module_name_eq(const char *a, size_t alen, const char *b, size_t blen)
 	return true;
 }
 
-static struct fgk_error *search(const char *dir, const char *name, int depth,
-				char **found)
+/*
+ * Call visit(path, name, namelen, arg) for every *.ko under dir, depth
+ * first, in directory order; stops when visit sets *stop or fails.
+ */
+typedef struct fgk_error *(*ko_visit_fn)(char **path, const char *name,
+					  size_t namelen, void *arg, bool *stop);
+
+static struct fgk_error *walk(const char *dir, int depth, ko_visit_fn visit,
+			      void *arg, bool *stop)
 {
 	DIR *d;
 	struct dirent *de;
 	struct fgk_error *err = NULL;
-	size_t nlen = strlen(name);
 
 	if (depth > 32)
 		return NULL;
 	d = opendir(dir);
 	if (!d)
 		return depth ? NULL : fgk_error_os(errno, dir, "cannot read module directory");
-	while (!*found && !err && (de = readdir(d))) {
+	while (!*stop && !err && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		char *p;
 		struct stat st;
@@ -440,13 +448,11 @@ static struct fgk_error *search(const char *dir, const char *name, int depth,
 		}
 		/* lstat: a symlink loop (build/source links) is not followed */
 		if (lstat(p, &st) == 0) {
-			if (S_ISDIR(st.st_mode)) {
-				err = search(p, name, depth + 1, found);
-			} else if (len > 3 && !strcmp(de->d_name + len - 3, ".ko") &&
-				   fgk_module_name_eq(de->d_name, len - 3, name, nlen)) {
-				*found = p;
-				p = NULL;
-			}
+			if (S_ISDIR(st.st_mode))
+				err = walk(p, depth + 1, visit, arg, stop);
+			else if (S_ISREG(st.st_mode) && len > 3 &&
+				 !strcmp(de->d_name + len - 3, ".ko"))
+				err = visit(&p, de->d_name, len - 3, arg, stop);
 		}
 		free(p);
 	}
@@ -454,21 +460,99 @@ static struct fgk_error *search(const char *dir, const char *name, int depth,
 	return err;
 }
 
+struct find_one {
+	const char *name;
+	char *found;
+};
+
+static struct fgk_error *visit_find(char **path, const char *name, size_t namelen,
+				    void *arg, bool *stop)
+{
+	struct find_one *f = arg;
+
+	if (fgk_module_name_eq(name, namelen, f->name, strlen(f->name))) {
+		f->found = *path;
+		*path = NULL;
+		*stop = true;
+	}
+	return NULL;
+}
+
 struct fgk_error *fgk_module_find(const char *const *dirs, const char *name,
 				  char **path)
 {
+	struct find_one f = { .name = name };
+
 	*path = NULL;
 	for (size_t i = 0; dirs && dirs[i]; i++) {
-		struct fgk_error *err = search(dirs[i], name, 0, path);
+		bool stop = false;
+		struct fgk_error *err = walk(dirs[i], 0, visit_find, &f, &stop);
 
-		if (err)
+		if (err) {
+			free(f.found);
 			return err;
-		if (*path)
+		}
+		if (f.found) {
+			*path = f.found;
 			return NULL;
+		}
 	}
 	return fgk_error_new(FGK_ERR_LOOKUP, NULL,
 			     "module %s: no %s.ko under the module directories (--modules)",
 			     name, name);
+}
+
+struct each_ko {
+	fgk_module_each_fn fn;
+	void *arg;
+	char **seen;		/* module names (with '_') already visited */
+	size_t nseen, cap;
+};
+
+static struct fgk_error *visit_each(char **path, const char *name, size_t namelen,
+				    void *arg, bool *stop)
+{
+	struct each_ko *e = arg;
+	char *norm;
+
+	for (size_t i = 0; i < e->nseen; i++)
+		if (fgk_module_name_eq(e->seen[i], strlen(e->seen[i]), name, namelen))
+			return NULL;	/* the first one found wins, as in fgk_module_find */
+	if (e->nseen == e->cap) {
+		size_t cap = e->cap ? 2 * e->cap : 16;
+		char **v = realloc(e->seen, cap * sizeof(*v));
+
+		if (!v)
+			return &fgk_enomem;
+		e->seen = v;
+		e->cap = cap;
+	}
+	norm = strndup(name, namelen);
+	if (!norm)
+		return &fgk_enomem;
+	for (char *c = norm; *c; c++)
+		if (*c == '-')
+			*c = '_';
+	e->seen[e->nseen++] = norm;
+	(void)stop;
+	return e->fn(*path, norm, e->arg);
+}
+
+struct fgk_error *fgk_module_each(const char *const *dirs, fgk_module_each_fn fn,
+				  void *arg)
+{
+	struct each_ko e = { .fn = fn, .arg = arg };
+	struct fgk_error *err = NULL;
+
+	for (size_t i = 0; !err && dirs && dirs[i]; i++) {
+		bool stop = false;
+
+		err = walk(dirs[i], 0, visit_each, &e, &stop);
+	}
+	for (size_t i = 0; i < e.nseen; i++)
+		free(e.seen[i]);
+	free(e.seen);
+	return err;
 }
 
 struct fgk_error *fgk_module_lookup(struct fgk_module *m, size_t shndx,

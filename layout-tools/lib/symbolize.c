@@ -390,8 +390,9 @@ size_t fgk_symoff_parse(const char *text, size_t len, int flags,
 	size_t m;
 
 	memset(ret, 0, sizeof(*ret));
+	/* ':' ends a word too: "RIP: 0010:func+0x4/0x10" names func */
 	while (q < end && *q && !isspace((unsigned char)*q) && *q != '+' &&
-	       *q != '(' && *q != '[')
+	       *q != '(' && *q != '[' && *q != ':')
 		q++;
 	if (q == p)
 		return 0;
@@ -588,9 +589,14 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 	}
 	if (off > ms.size + 1)
 		return NULL;
-	if (size && ms.size != size)
+	/*
+	 * The kernel prints the distance to the module's next symbol: the
+	 * function and the padding before the next (shuffled) section, so
+	 * at least the function's own size.
+	 */
+	if (size && ms.size > size)
 		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
-				     "%.*s is 0x%" PRIx64 " bytes in this .ko, 0x%" PRIx64 " in the trace (another build of the module)",
+				     "%.*s is 0x%" PRIx64 " bytes in this .ko, only 0x%" PRIx64 " in the trace (another build of the module)",
 				     (int)fnlen, fn, ms.size, size);
 	append_source_in(s, b, m, ms.shndx, ms.value + off);
 	s->decoded++;

@@ -663,6 +663,16 @@ bool fgk_module_name_eq(const char *a, size_t alen, const char *b, size_t blen);
  */
 struct fgk_error *fgk_module_find(const char *const *dirs, const char *name,
 				  char **path);
+/*
+ * Every module under dirs once: fn(path, name, arg) for each NAME.ko (name
+ * with '_' for '-'), directories in the order given, searched as
+ * fgk_module_find does; the first file of a name wins, as there.  An error
+ * of fn stops the walk and is returned.
+ */
+typedef struct fgk_error *(*fgk_module_each_fn)(const char *path, const char *name,
+						 void *arg);
+struct fgk_error *fgk_module_each(const char *const *dirs, fgk_module_each_fn fn,
+				  void *arg);
 
 /*
  * Module frames in the symbolizer.  Module frames ("func+0xOFF/0xSIZE
