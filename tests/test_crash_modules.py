@@ -174,21 +174,41 @@ def test_module_warn_and_oops_symbolized(modcrash, tmp_path):
           f"equal addr2line -j, {len(want)} raw addresses too; chains {chains}")
 
 
-CRASH_CMDS = ["mod", "bt"] + [f"sym {f}" for f in MOD_CHAIN] + \
-    ["dis fgk_test_oops", "gdb info line *fgk_test_oops", "exit"]
+CRASH_CMDS = ["mod", "bt -l"] + [f"sym {f}" for f in MOD_CHAIN] + \
+    ["dis -l fgk_test_oops", "exit"]
+
+
+def same_place(crash_fl, gdb_fl):
+    """crash prints absolute paths, gdb the DWARF's (relative to the tree)."""
+    (f1, l1), (f2, l2) = crash_fl, gdb_fl
+    return str(l1) == str(l2) and (f1 == f2 or f1.endswith("/" + f2))
+
+
+def gdb_lines(c, addrs):
+    """{addr: (file, line)} of stock gdb on the original fgk_test.ko, each
+    section at the address the kernel gave it (the captured
+    /sys/module/fgk_test/sections): the reference for crash, which looks
+    lines up with gdb, and independent of fgk's relinked module."""
+    secs = [l.split("/sections/")[1].split(":") for l in c["caps"]]
+    placed = " ".join(f"-s {n} {a}" for n, a in secs
+                      if n not in (".symtab", ".strtab") and not n.startswith(".note"))
+    cmd = ["gdb", "-nx", "-batch", "-ex", "set confirm off",
+           "-ex", f"add-symbol-file {c['ko']} {placed}"]
+    for a in addrs:
+        cmd += ["-ex", f"info line *{a:#x}"]
+    out = run(*cmd).stdout
+    got = re.findall(r'^Line (\d+) of "([^"]+)"\s+starts at address (0x[0-9a-f]+)', out, re.M)
+    ranges = [(int(a, 16), (f, l)) for l, f, a in got]
+    assert len(ranges) == len(addrs), out
+    return {a: fl for a, (_, fl) in zip(addrs, ranges)}
 
 
 def test_crash_through_module(modcrash, tmp_path):
-    """fgk crash loads fgk_test.ko (mod -S on links to the .ko files it
-    checked); bt names the module frames at kallsyms + the oops offsets,
-    sym and dis find the functions at their kallsyms addresses.
-
-    Source lines of module frames are not asserted: crash 8.0.2 (and its
-    master) reads per-section module addresses only from the pre-5.8
-    struct module_sect_attr (members mattr/name; 5.8 made it battr), so it
-    places just .text/.data/.bss/.rodata of a module and gdb never finds
-    the lines of functions in .text.<name> sections: the shuffled ones.
-    drgn and fgk symbolize give them (tests above and below)."""
+    """fgk crash loads fgk_test.ko relinked in the dump's order (crash places
+    only a module's .text at its base: docs/fgk-crash.1.md); bt -l names the
+    module frames at kallsyms + the oops offsets, sym and dis -l give the
+    kallsyms addresses, all with the lines stock gdb gives on the original
+    .ko placed at the sections the kernel chose."""
     if not CRASH:
         pytest.skip("crash not installed: run 'make deps'")
     c = modcrash
@@ -197,37 +217,49 @@ def test_crash_through_module(modcrash, tmp_path):
             env=env(c), stdin=subprocess.DEVNULL)
     print(r.stderr)
     assert r.returncode == 0, r.stderr + r.stdout[-3000:]
-    assert re.search(r"module symbols: \d+ modules? under \S*/modules", r.stderr), r.stderr
+    m = re.search(r"module symbols: (\d+) modules? under \S*/modules \((\d+) relinked", r.stderr)
+    assert m and int(m.group(2)) >= 1, r.stderr
     out = r.stdout
-    # crash took the .ko fgk checked (a link named after the module)
+    # crash took the .ko fgk made (named after the module)
     assert re.search(r"^[0-9a-f]{16}  fgk_test  [0-9a-f]{16} +\d+  \S+/fgk_test\.ko", out, re.M), \
         out[-3000:]
     oops = report(c["log"], "BUG: kernel NULL pointer dereference", "module oops")
     offs = {f: off for f, off, _ in frames_of(oops)}
-    # bt: the exception RIP in fgk_test_oops, then its callers in the module
-    m = re.search(r"\[exception RIP: (\w+)\+(\d+)\]", out)
+    ref = gdb_lines(c, [c["ksyms"][f] + offs[f] for f in MOD_CHAIN] +
+                    [c["ksyms"][f] for f in MOD_CHAIN])
+    # bt: the exception RIP in fgk_test_oops, with the faulting line
+    m = re.search(r"\[exception RIP: (\w+)\+(\d+)\]\n((?:\s+[A-Z].*\n)+?)\s+(/\S+): (\d+)\n", out)
     assert m and m.group(1) == "fgk_test_oops", out[-3000:]
     assert int(m.group(2)) == offs["fgk_test_oops"]
-    rip = re.search(r"^\s+RIP: ([0-9a-f]{16})", out[m.end():], re.M)
+    rip = re.search(r"RIP: ([0-9a-f]{16})", m.group(3))
     assert int(rip.group(1), 16) == c["ksyms"]["fgk_test_oops"] + offs["fgk_test_oops"]
-    bt = re.findall(r"^\s*#\d+ \[[0-9a-f]+\] (\w+) at ([0-9a-f]+) \[fgk_test\]$", out, re.M)
+    want = ref[c["ksyms"]["fgk_test_oops"] + offs["fgk_test_oops"]]
+    assert same_place(m.group(4, 5), want), (m.group(4, 5), want)
+    # then its callers in the module, each with the line of its return
+    # address (crash looks the frame's address up as it is)
+    bt = re.findall(r"^\s*#\d+ \[[0-9a-f]+\] (\w+) at ([0-9a-f]+) \[fgk_test\]\n"
+                    r"\s+(/\S+): (\d+)$", out, re.M)
     names = [b[0] for b in bt]
     assert names[:2] == ["fgk_test_fire", "fgk_test_param_set"], out[-3000:]
-    for func, addr in bt:
+    for func, addr, path, line in bt:
         assert int(addr, 16) == c["ksyms"][func] + offs[func], (func, addr)
-    # sym: kallsyms addresses, in the module
+        want = ref[c["ksyms"][func] + offs[func]]
+        assert same_place((path, line), want), (func, path, line, want)
+    # sym: kallsyms addresses, in the module, at the function's first line
     for func in MOD_CHAIN:
-        m = re.search(r"^([0-9a-f]{16}) \(\w\) %s \[fgk_test\]" % func, out, re.M)
+        m = re.search(r"^([0-9a-f]{16}) \(\w\) %s \[fgk_test\] (\S+): (\d+)$" % func, out, re.M)
         assert m, f"no 'sym {func}' answer: {out[-3000:]}"
         assert int(m.group(1), 16) == c["ksyms"][func]
-    # dis: the function at its kallsyms address, the store that faulted
-    m = re.search(r"^0x([0-9a-f]+) <fgk_test_oops\+%d>:\s+mov\s+%%\w+,\(%%\w+\)$"
-                  % offs["fgk_test_oops"], out, re.M)
-    assert m and int(m.group(1), 16) == c["ksyms"]["fgk_test_oops"] + offs["fgk_test_oops"], \
-        out[-3000:]
-    # the limitation above, checked so that a crash that fixes it is noticed
-    m = re.search(r"crash> gdb info line \*fgk_test_oops\n(.*)", out)
-    print("crash: bt", names, "; gdb info line:", m and m.group(1))
+        want = ref[c["ksyms"][func]]
+        assert same_place(m.group(2, 3), want), (func, m.groups(), want)
+    # dis -l: the function at its kallsyms address, under its first line
+    m = re.search(r"crash> dis -l fgk_test_oops\n(\S+): (\d+)\n0x([0-9a-f]+) <fgk_test_oops>",
+                  out)
+    assert m, "dis -l output not understood: " + out[-3000:]
+    assert int(m.group(3), 16) == c["ksyms"]["fgk_test_oops"]
+    assert same_place(m.group(1, 2), ref[c["ksyms"]["fgk_test_oops"]])
+    print(f"crash: bt -l {names}, sym and dis -l at the kallsyms addresses with the lines of "
+          f"gdb on the original .ko placed at the captured sections: {sorted(set(ref.values()))}")
 
 
 DRGN_MOD_SCRIPT = r"""

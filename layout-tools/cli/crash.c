@@ -123,7 +123,7 @@ struct crash_run {
 	char *default_mod_dir;		/* VMLINUX's directory + /modules */
 	char *mod_tmp;			/* private: links to the .ko files, crash's input */
 	char *mod_input;		/* "mod -S" + the -i FILE */
-	size_t nmodules;
+	size_t nmodules, nrelinked;
 };
 
 /* The command line; -1 to go on, else the exit status. */
@@ -464,11 +464,17 @@ static struct fgk_error *os_error(int errnum, const char *path, const char *what
 	return e;
 }
 
-/* One NAME.ko: checked against vmlinux, then linked as mod_tmp/NAME.ko. */
+/*
+ * One NAME.ko: checked against vmlinux, then put in mod_tmp/modules as
+ * NAME.ko: relinked in the dump's order when the dump's kernel shuffled
+ * it (crash places only a module's .text at its base: docs/fgk-crash.1.md),
+ * else a link to it.
+ */
 static struct fgk_error *collect_module(const char *path, const char *name, void *arg)
 {
 	struct mod_collect *mc = arg;
 	struct crash_run *c = mc->c;
+	struct fgk_module_layout *l = NULL;
 	struct fgk_module *m;
 	struct fgk_error *err = fgk_module_open(path, &m);
 	char *target = NULL, *link = NULL;
@@ -476,22 +482,33 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 	if (err)
 		return err;
 	err = fgk_module_check(m, c->t.vm);
-	fgk_module_close(m);
-	if (err)
-		return err;
+	if (!err && c->shuffle)
+		err = fgk_module_layout_compute(m, &c->t.seed, &l);
+	if (err || !mc->link)
+		goto out;
 	c->nmodules++;
-	if (!mc->link)
-		return NULL;
+	if (asprintf(&link, "%s/modules/%s.ko", c->mod_tmp, name) < 0) {
+		link = NULL;
+		err = &fgk_enomem;
+		goto out;
+	}
+	if (l && l->nrandomized) {
+		err = fgk_module_relink(m, l, link);
+		if (!err)
+			c->nrelinked++;
+		goto out;
+	}
 	/* crash looks for <struct module name>.ko: the link has that name */
 	target = realpath(path, NULL);
 	if (!target)
-		return os_error(errno, path, "cannot resolve module path");
-	if (asprintf(&link, "%s/modules/%s.ko", c->mod_tmp, name) < 0) {
-		free(target);
-		return &fgk_enomem;
-	}
-	if (symlink(target, link) < 0)
+		err = os_error(errno, path, "cannot resolve module path");
+	else if (symlink(target, link) < 0)
 		err = os_error(errno, link, "cannot link module");
+out:
+	if (!err && !mc->link)
+		c->nmodules++;
+	fgk_module_layout_free(l);
+	fgk_module_close(m);
 	free(target);
 	free(link);
 	return err;
@@ -583,9 +600,13 @@ static int prepare_modules(struct crash_run *c)
 		return cli_fail(err);
 	}
 	if (!c->quiet)
-		fprintf(stderr, "fgk crash: module symbols: %zu module%s under %s%s\n",
+		fprintf(stderr, "fgk crash: module symbols: %zu module%s under %s%s",
 			c->nmodules, c->nmodules == 1 ? "" : "s", dirs[0],
 			dirs[1] ? " and more" : "");
+	if (!c->quiet && mc.link)
+		fprintf(stderr, " (%zu relinked in the dump's order)", c->nrelinked);
+	if (!c->quiet)
+		fputc('\n', stderr);
 	if (!mc.link || !c->nmodules) {
 		free(sub);
 		return 0;

@@ -23,6 +23,11 @@ struct fgk_module {
 	struct fgk_error *dwarf_err;
 };
 
+struct fgk_vmlinux *fgk__module_elf(struct fgk_module *m)
+{
+	return m->elf;
+}
+
 /* "key=value" of .modinfo (NUL-separated strings), malloc'd, or NULL. */
 static char *modinfo(struct fgk_vmlinux *vm, const char *key)
 {

@@ -9,4 +9,7 @@
 struct fgk_error *fgk__dwarf_section_address(struct fgk_dwarf *d, size_t shndx,
 					     uint64_t *addr);
 
+/* The .ko's ELF, read like a vmlinux (lib/module_relink.c). */
+struct fgk_vmlinux *fgk__module_elf(struct fgk_module *m);
+
 #endif

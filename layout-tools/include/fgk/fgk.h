@@ -621,6 +621,16 @@ struct fgk_error *fgk_module_layout_compute(struct fgk_module *m,
 					    const struct fgk_seed *seed,
 					    struct fgk_module_layout **ret);
 void fgk_module_layout_free(struct fgk_module_layout *l);
+/*
+ * The module relinked in layout l (lib/module_relink.c), written atomically
+ * to out_path (mode 0600: it gives the layout): its core text sections are
+ * one .text, each at its layout offset, with its symbols and DWARF moved
+ * along, so that a debugger which places only .text at the module's base
+ * (crash) finds every function where the kernel put it.
+ */
+struct fgk_error *fgk_module_relink(struct fgk_module *m,
+				    const struct fgk_module_layout *l,
+				    const char *out_path);
 
 /* A function symbol of a module: st_value is relative to its section. */
 struct fgk_module_symbol {
