@@ -1,0 +1,194 @@
+"""Real kdump in the guest (issue 18, item 5): the kdump profile.
+
+A guest (1 GiB, crashkernel=256M, a random FG-KASLR seed, base KASLR on)
+loads fgk_test.ko, prints its seed and /proc/kallsyms, loads the same
+bzImage as capture kernel with Debian's `kexec -p` and oopses inside the
+module (oops=panic).  The capture kernel boots (shuffling with a seed of
+its own), saves /proc/vmcore with Debian's makedumpfile, `-c -d 31` and
+`-l -d 31`, onto a virtio disk; the runner reads them back
+(qemu-profiles/fgkkdump.py).  Then, on the host, for both files:
+
+  * `fgk crash` takes the first kernel's seed and offset from the dump's
+    VMCOREINFO; `bt -l` shows the oops in fgk_test_oops and its module
+    callers with their lines, the kernel frames of the panic at kallsyms
+    addresses; `sym` of kernel and module functions equals the kallsyms the
+    guest printed;
+  * `fgk seed capture` makes the record of the first kernel from the dump;
+  * replaying that record, and loading the same module, boots the crashed
+    kernel's /proc/kallsyms (minus the base offset; the module's symbols at
+    the same offsets from its base).
+"""
+import os
+import re
+import secrets
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import KERNEL_DIR, boot, require_kernel
+from test_crash import CRASH, FGK, VMLINUX, require_fg, run
+from test_modules import module_ko
+
+import fgkkdump
+from fgkbase import UsageError
+
+SCRIPT = r"""
+insmod /fgk/fgk_test.ko
+echo "fgkaslr-seed: $(cat /proc/fgkaslr_seed)"
+echo kallsyms-begin
+cat /proc/kallsyms
+echo kallsyms-end
+kexec -p /fgk/bzImage --initrd=/fgk/capture.initrd \
+    --append="console=ttyS0 panic=-1 irqpoll nr_cpus=1 reset_devices" || exit 1
+echo "crash kernel loaded: $(cat /sys/kernel/kexec_crash_loaded)"
+echo 1 > /sys/module/fgk_test/parameters/oops
+echo "survived the oops"
+"""
+PANIC_FUNCS = ["oops_end", "page_fault_oops"]
+MOD_CHAIN = ["fgk_test_oops", "fgk_test_fire", "fgk_test_param_set"]
+
+
+@pytest.fixture(scope="module")
+def kdumped(tmp_path_factory):
+    require_kernel()
+    require_fg()
+    if not CRASH:
+        pytest.skip("crash not installed: run 'make deps'")
+    try:
+        files = fgkkdump.first_kernel_files(KERNEL_DIR / "bzImage")
+    except UsageError as e:
+        print(f"kdump: {e}")
+        pytest.skip(str(e))
+    ko = module_ko()
+    files["/fgk/fgk_test.ko"] = str(ko)
+    d = tmp_path_factory.mktemp("kdump")
+    disk = d / "capture.img"
+    seed = secrets.token_hex(32)
+    res = boot(SCRIPT, profile="kdump", seed=seed, kaslr=True, files=files, timeout=400,
+               extra_qemu_args=fgkkdump.make_capture_disk(disk))
+    out = res.output
+    assert f"fgkaslr-seed: {seed}" in out, (res.message, out[-2000:])
+    assert "crash kernel loaded: 1" in out, out[-2000:]
+    assert "survived the oops" not in out
+    # the capture kernel ran its script to the end
+    assert "capture saved" in res.log or "capture saved" in out, res.log[-4000:]
+    dumps = fgkkdump.read_capture_disk(disk, d)
+    assert set(dumps) == {"vmcore.kdump-c", "vmcore.kdump-l"}, dumps
+    ksyms = {}
+    m = re.search(r"^kallsyms-begin\n(.*?)^kallsyms-end$", out, re.S | re.M)
+    for line in m.group(1).splitlines():
+        f = line.split()
+        if len(f) >= 3:
+            ksyms.setdefault(f[2], int(f[0], 16))
+    c = {"seed": seed, "dir": d, "dumps": dumps, "ksyms": ksyms, "log": res.log, "output": out,
+         "cache": d / "cache"}
+    print(f"kdump: seed {seed[:8]}.., dumps "
+          + ", ".join(f"{n} {p.stat().st_size} bytes" for n, p in sorted(dumps.items())))
+    yield c
+    if not os.environ.get("FGK_KEEP_DUMPS"):
+        for p in dumps.values():
+            p.unlink(missing_ok=True)
+        disk.unlink(missing_ok=True)
+        shutil.rmtree(c["cache"], ignore_errors=True)
+
+
+@pytest.mark.parametrize("name", ["vmcore.kdump-c", "vmcore.kdump-l"])
+def test_fgk_crash_on_makedumpfile(kdumped, name, tmp_path):
+    c = kdumped
+    cmds = ["bt -l"] + [f"sym {f}" for f in PANIC_FUNCS + MOD_CHAIN] + ["exit"]
+    (tmp_path / "cmds").write_text("\n".join(cmds) + "\n")
+    r = run(FGK, "crash", c["dumps"][name], VMLINUX, "-i", tmp_path / "cmds",
+            env=dict(os.environ, FGK_CACHE_DIR=str(c["cache"])), stdin=subprocess.DEVNULL)
+    print(r.stderr)
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    assert f"seed {c['seed']} (VMCOREINFO)" in r.stderr, r.stderr
+    assert f"{c['dumps'][name]} (kdump-compressed)" in r.stderr, r.stderr
+    out = r.stdout
+    m = re.search(r"\[exception RIP: (\w+)\+(\d+)\]", out)
+    assert m and m.group(1) == "fgk_test_oops", out[-3000:]
+    bt = re.findall(r"^\s*#\d+ \[[0-9a-f]+\] (\w+) at ([0-9a-f]+)(?: \[fgk_test\])?\n"
+                    r"\s+(/\S+): (\d+)$", out, re.M)
+    names = [b[0] for b in bt]
+    for f in PANIC_FUNCS + MOD_CHAIN[1:]:
+        assert f in names, (f, names)
+    for f in PANIC_FUNCS + MOD_CHAIN:
+        m = re.search(r"^([0-9a-f]{16}) \(\w\) %s(?: \[fgk_test\])? (\S+): (\d+)$" % f, out, re.M)
+        assert m, f"no 'sym {f}' answer with a line: {out[-3000:]}"
+        assert int(m.group(1), 16) == c["ksyms"][f], f
+    print(f"{name}: bt {names}")
+
+
+def test_seed_capture_from_makedumpfile(kdumped):
+    """The record of the first kernel, from each makedumpfile file."""
+    c = kdumped
+    for name, path in sorted(c["dumps"].items()):
+        r = run(FGK, "seed", "capture", "--vmcore", path)
+        assert r.returncode == 0, (name, r.stderr)
+        assert re.search(rf"^seed\s*[:=]?\s*{c['seed']}$", r.stdout, re.M | re.I) or \
+            c["seed"] in r.stdout, (name, r.stdout)
+        # the base offset: _text of the kallsyms the guest printed
+        m = re.search(r"^offset\s*[:=]?\s*(0x[0-9a-f]+)$", r.stdout, re.M | re.I)
+        assert m, r.stdout
+        assert int(m.group(1), 16) == c["ksyms"]["_text"] - 0xffffffff81000000, r.stdout
+        print(f"{name}: record\n{r.stdout}")
+
+
+def kallsyms_split(output):
+    """(kernel {(addr, type, name)}, module {(addr, type, name, mod)})."""
+    m = re.search(r"^kallsyms-begin\n(.*?)^kallsyms-end$", output, re.S | re.M)
+    assert m, "no kallsyms in the guest output"
+    kern, mods = [], []
+    for line in m.group(1).splitlines():
+        f = line.split()
+        if len(f) == 4:
+            mods.append((int(f[0], 16), f[1], f[2], f[3]))
+        elif len(f) == 3:
+            kern.append((int(f[0], 16), f[1], f[2]))
+    return kern, mods
+
+
+def test_replay_from_makedumpfile_record(kdumped, tmp_path):
+    """Replaying the record taken from the kdump file boots the crashed
+    kernel's layout; loading the same module gives it the same layout.
+    (Only the module area's base differs: the kernel draws it at each boot
+    with base KASLR, independently of the seed, and replay boots nokaslr.)"""
+    c = kdumped
+    r = run(FGK, "seed", "capture", "--vmcore", c["dumps"]["vmcore.kdump-c"])
+    assert r.returncode == 0, r.stderr
+    rec = tmp_path / "record"
+    rec.write_text(r.stdout)
+    rec.chmod(0o600)
+    script = ("insmod /fgk/fgk_test.ko\necho kallsyms-begin\ncat /proc/kallsyms\n"
+              "echo kallsyms-end\n")
+    res = boot(script, profile="replay", seed_file=rec, timeout=180,
+               files={"/fgk/fgk_test.ko": str(module_ko())})
+    assert res.rc == 0, res.message
+    off = int(re.search(r"^offset: (0x[0-9a-f]+)$", r.stdout, re.M).group(1), 16)
+    crashed_k, crashed_m = kallsyms_split(c["output"])
+    replay_k, replay_m = kallsyms_split(res.output)
+    want = sorted((a - off if a >= 0xffffffff80000000 else a, t, n) for a, t, n in crashed_k)
+    assert sorted(replay_k) == want, "kernel symbols differ"
+    base_c, base_r = min(a for a, *_ in crashed_m), min(a for a, *_ in replay_m)
+    rel_c = sorted((a - base_c, t, n, mod) for a, t, n, mod in crashed_m)
+    rel_r = sorted((a - base_r, t, n, mod) for a, t, n, mod in replay_m)
+    assert rel_c == rel_r, "module symbols differ"
+    print(f"replay: {len(replay_k)} kernel symbols equal the crashed boot's minus {off:#x}; "
+          f"{len(rel_r)} fgk_test symbols at the same offsets from the module base "
+          f"({base_c:#x} crashed, {base_r:#x} replayed)")
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.001])
+def test_truncated_makedumpfile_file(kdumped, tmp_path, cut):
+    """A makedumpfile file cut short: one line naming it, exit status 1,
+    from fgk crash and from fgk seed capture alike."""
+    src = kdumped["dumps"]["vmcore.kdump-c"]
+    bad = tmp_path / "vmcore.cut"
+    data = src.read_bytes()
+    bad.write_bytes(data[:max(1, int(len(data) * cut))])
+    for cmd in ([FGK, "crash", bad, VMLINUX, "-n"], [FGK, "seed", "capture", "--vmcore", bad]):
+        r = run(*cmd, stdin=subprocess.DEVNULL)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode == 1 and len(lines) == 1 and str(bad) in lines[0], \
+            (cmd[1], r.returncode, r.stderr)
+        print(f"{cmd[1]}, {cut:.1%} of the file: {lines[0]}")
