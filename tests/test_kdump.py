@@ -96,7 +96,8 @@ def kdumped(tmp_path_factory):
 @pytest.mark.parametrize("name", ["vmcore.kdump-c", "vmcore.kdump-l"])
 def test_fgk_crash_on_makedumpfile(kdumped, name, tmp_path):
     c = kdumped
-    cmds = ["bt -l"] + [f"sym {f}" for f in PANIC_FUNCS + MOD_CHAIN] + ["exit"]
+    cmds = ["bt -l"] + [f"sym {f}" for f in PANIC_FUNCS + MOD_CHAIN] + \
+        ["dis -l fgk_test_oops", "dis -l page_fault_oops", "exit"]
     (tmp_path / "cmds").write_text("\n".join(cmds) + "\n")
     r = run(FGK, "crash", c["dumps"][name], VMLINUX, "-i", tmp_path / "cmds",
             env=dict(os.environ, FGK_CACHE_DIR=str(c["cache"])), stdin=subprocess.DEVNULL)
@@ -116,6 +117,10 @@ def test_fgk_crash_on_makedumpfile(kdumped, name, tmp_path):
         m = re.search(r"^([0-9a-f]{16}) \(\w\) %s(?: \[fgk_test\])? (\S+): (\d+)$" % f, out, re.M)
         assert m, f"no 'sym {f}' answer with a line: {out[-3000:]}"
         assert int(m.group(1), 16) == c["ksyms"][f], f
+    # dis -l: module and kernel functions at their kallsyms addresses, with lines
+    for f in ("fgk_test_oops", "page_fault_oops"):
+        m = re.search(r"crash> dis -l %s\n(\S+): (\d+)\n0x([0-9a-f]+) <%s>" % (f, f), out)
+        assert m and int(m.group(3), 16) == c["ksyms"][f], (f, out[-3000:])
     print(f"{name}: bt {names}")
 
 
@@ -192,3 +197,34 @@ def test_truncated_makedumpfile_file(kdumped, tmp_path, cut):
         assert r.returncode == 1 and len(lines) == 1 and str(bad) in lines[0], \
             (cmd[1], r.returncode, r.stderr)
         print(f"{cmd[1]}, {cut:.1%} of the file: {lines[0]}")
+
+
+def test_makedumpfile_file_without_vmcoreinfo(kdumped, tmp_path):
+    """A kdump file whose VMCOREINFO is gone (sub-header size 0, the note
+    renamed): fgk crash says so and falls back to --seed; without one it
+    asks for it."""
+    import struct
+    c = kdumped
+    data = bytearray(c["dumps"]["vmcore.kdump-l"].read_bytes())
+    assert data[:8] == b"KDUMP   "
+    # struct disk_dump_header: block_size after the 8-byte signature, the
+    # 4-byte version, struct new_utsname (6 x 65) padded to 8, timeval, status
+    block_size = struct.unpack_from("<i", data, 8 + 4 + 390 + 6 + 16 + 4)[0]
+    assert block_size == 4096, block_size
+    # struct kdump_sub_header: offset_vmcoreinfo at +32, size_vmcoreinfo at +40
+    struct.pack_into("<Q", data, block_size + 40, 0)
+    n = data.count(b"VMCOREINFO\0")
+    assert n >= 1
+    data[:] = data.replace(b"VMCOREINFO\0", b"XMCOREINFO\0")
+    p = tmp_path / "vmcore.novmci"
+    p.write_bytes(bytes(data))
+    env = dict(os.environ, FGK_CACHE_DIR=str(c["cache"]))
+    r = run(FGK, "crash", "-n", p, VMLINUX, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 1 and "--seed" in r.stderr, (r.returncode, r.stderr)
+    r = run(FGK, "crash", "-n", p, VMLINUX, "--seed", c["seed"], env=env,
+            stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stderr
+    assert "kdump file without VMCOREINFO" in r.stderr and \
+        "falling back to --seed/--seed-file" in r.stderr, r.stderr
+    assert ".vmlinux.fgk" in r.stdout, r.stdout
+    print(r.stderr.strip().splitlines()[0])
