@@ -346,3 +346,48 @@ def test_truncated_and_missing_modules(tmp_path):
     r = fgk("symbolize", VMLINUX, "--modules", tmp_path / "none",
             input=" vfs_read+0x5/0x180\n")
     one_line_error(r, tmp_path / "none")
+
+
+def test_module_relinked_in_layout_order(tmp_path):
+    """`fgk layout MODULE.ko --seed S --relink OUT`: OUT has the core text
+    as one .text at the layout's offsets; every function symbol moved
+    there, and addr2line on OUT at the new offset says what addr2line -j
+    says on the original (the DWARF moved along)."""
+    from elftools.elf.elffile import ELFFile
+    ko = module_ko()
+    seed = secrets.token_hex(32)
+    out = tmp_path / "fgk_test.ko"
+    r = fgk("layout", ko, "--seed", seed, "--json", "--relink", out)
+    assert r.returncode == 0, r.stderr
+    assert os.stat(out).st_mode & 0o777 == 0o600
+    layout = {s["name"]: int(s["offset"], 16) for s in json.loads(r.stdout)["sections"]}
+    size = int(json.loads(r.stdout)["size"], 16)
+    _, funcs, _ = elf_sections(ko)
+    with open(out, "rb") as f:
+        e = ELFFile(f)
+        text = e.get_section_by_name(".text")
+        assert text["sh_size"] == size
+        assert not [s.name for s in e.iter_sections() if s.name in layout and s.name != ".text"]
+        got = {s.name: (s["st_shndx"], s["st_value"]) for s in
+               e.get_section_by_name(".symtab").iter_symbols()
+               if s["st_info"]["type"] == "STT_FUNC"}
+        text_index = e.get_section_index(".text")
+    checked = 0
+    for name, section, value, fsize in funcs:
+        if section not in layout:
+            continue
+        assert got[name] == (text_index, layout[section] + value), name
+        for off in sorted({0, fsize // 2, fsize - 1}):
+            want = addr2line_one(ko, section, value + off)
+            have = addr2line_one(out, ".text", layout[section] + value + off)
+            assert have == want, (name, off, have, want)
+        checked += 1
+    assert checked >= 10
+    print(f"relinked fgk_test.ko: {checked} functions at their layout offsets in .text, "
+          f"addr2line equal to -j on the original")
+    # bad use: no seed; a vmlinux; the input as OUT
+    r = fgk("layout", ko, "--relink", tmp_path / "x.ko")
+    assert r.returncode == 2 and "--relink needs --seed" in r.stderr
+    r = fgk("layout", VMLINUX, "--seed", seed, "--relink", tmp_path / "x.ko")
+    assert r.returncode == 2 and "MODULE.ko" in r.stderr
+    assert not (tmp_path / "x.ko").exists()

@@ -8,6 +8,7 @@
 static const char help[] =
 "usage: fgk layout VMLINUX (--seed SEED | --seed-file RECORD) [--json]\n"
 "       fgk layout MODULE.ko [--seed SEED | --seed-file RECORD] [--json]\n"
+"                 [--relink OUT]\n"
 "\n"
 "Print the FG-KASLR layout of VMLINUX for SEED (docs/layout-spec.md): one\n"
 "line per randomized section, in section header index order.\n"
@@ -34,7 +35,11 @@ static const char help[] =
 "/sys/module/NAME/sections minus its offset); randomized = yes/no.\n"
 "Without a seed: the order of a kernel without FG-KASLR.  --json: module,\n"
 "vermagic, build_id, seed, size and sections[] with the same fields.  A\n"
-"record's release must be the module's vermagic release.\n";
+"record's release must be the module's vermagic release.\n"
+"--relink OUT  (MODULE.ko, with a seed) also write OUT (mode 0600): the\n"
+"         module with its core text sections merged into one .text at these\n"
+"         offsets, symbols and DWARF moved along, for debuggers that place\n"
+"         only a module's .text at its base (crash: mod -s NAME OUT).\n";
 
 static void json_string(const char *s)
 {
@@ -59,10 +64,10 @@ static bool is_module(const char *path)
 	return n > 3 && !strcmp(path + n - 3, ".ko");
 }
 
-static int run_module(struct cli_target *t, bool json)
+static int run_module(struct cli_target *t, bool json, const char *relink)
 {
 	struct fgk_module *m;
-	struct fgk_module_layout *ml;
+	struct fgk_module_layout *ml = NULL;
 	struct fgk_error *err;
 	bool have_seed = false;
 	const char *vmagic;
@@ -96,8 +101,16 @@ static int run_module(struct cli_target *t, bool json)
 		t->seed = t->rec.seed;
 		have_seed = true;
 	}
+	if (relink && !have_seed) {
+		fgk_module_close(m);
+		return cli_usage_error(&cmd_layout, "--relink needs --seed or --seed-file");
+	}
 	err = fgk_module_layout_compute(m, have_seed ? &t->seed : NULL, &ml);
+	if (!err && relink)
+		err = fgk_module_relink(m, ml, relink);
 	if (err) {
+		if (ml && err)
+			fgk_module_layout_free(ml);
 		fgk_module_close(m);
 		return cli_fail(err);
 	}
@@ -158,8 +171,10 @@ static int run(int argc, char **argv)
 	static const struct option opts[] = {
 		CLI_TARGET_OPTIONS,
 		{ "json", no_argument, NULL, 'j' },
+		{ "relink", required_argument, NULL, 'r' },
 		{ 0 },
 	};
+	const char *relink = NULL;
 	struct cli_target t = { 0 };
 	struct fgk_layout *l;
 	struct fgk_error *err;
@@ -173,6 +188,8 @@ static int run(int argc, char **argv)
 			return cli_help(&cmd_layout);
 		if (opt == 'j')
 			json = true;
+		else if (opt == 'r')
+			relink = optarg;
 		else
 			return cli_usage_error(&cmd_layout, "bad option");
 	}
@@ -180,10 +197,16 @@ static int run(int argc, char **argv)
 		t.vmlinux = argv[optind++];
 	if (optind < argc)
 		return cli_usage_error(&cmd_layout, "unexpected argument '%s'", argv[optind]);
+	if (relink && !(t.vmlinux && is_module(t.vmlinux)))
+		return cli_usage_error(&cmd_layout, "--relink is for a MODULE.ko");
 	if (t.vmlinux && is_module(t.vmlinux)) {
+		const char *inputs[] = { t.vmlinux, t.seed_file };
+
 		if (t.seed_text && t.seed_file)
 			return cli_usage_error(&cmd_layout, "--seed and --seed-file exclude each other");
-		rc = run_module(&t, json);
+		if (relink && cli_check_output(relink, inputs, 2))
+			return 1;
+		rc = run_module(&t, json, relink);
 		fgk_seed_record_clear(&t.rec);
 		return rc;
 	}
