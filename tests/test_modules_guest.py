@@ -32,6 +32,32 @@ grep '\[fgk_test\]' /proc/kallsyms | sed 's/^/ksym /'
 """
 
 
+
+def captured_sections(output, mod):
+    """The guest's `cap` lines of /sys/module/MOD/sections, and {section: address}."""
+    cap_lines = re.findall(r"^cap (\S+:0x[0-9a-f]+)$", output, re.M)
+    booted = {m.group(1): int(m.group(2), 16) for m in
+              (re.fullmatch(rf"/sys/module/{mod}/sections/(\S+):0x([0-9a-f]+)", l)
+               for l in cap_lines) if m}
+    return cap_lines, booted
+
+
+def check_booted_layout(ko, seed, booted, min_randomized):
+    """`fgk layout KO --seed SEED` gives every booted core text section's
+    offset from one base; returns its sections with a size."""
+    r = subprocess.run([str(FGK), "layout", str(ko), "--seed", seed, "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    layout = [s for s in json.loads(r.stdout)["sections"] if int(s["size"], 16)]
+    assert sum(s["randomized"] for s in layout) >= min_randomized
+    base = booted[layout[0]["name"]] - int(layout[0]["offset"], 16)
+    for s in layout:
+        assert s["name"] in booted, (s["name"], sorted(booted))
+        assert booted[s["name"]] - base == int(s["offset"], 16), (s, hex(base))
+    text = {n for n in booted if n.startswith(".text") or n == ".exit.text"}
+    assert text == {s["name"] for s in layout}, (text, layout)
+    return layout
+
 def test_booted_module_layout_and_raw_addresses(tmp_path):
     require_fgkaslr_vmlinux()
     ko = module_ko()
@@ -40,10 +66,7 @@ def test_booted_module_layout_and_raw_addresses(tmp_path):
     assert res.rc == 0, (res.rc, res.output[-2000:])
     assert "fgk_test: ok" in res.log, res.log[-2000:]
     assert f"seed={seed}" in res.output
-    cap_lines = re.findall(r"^cap (\S+:0x[0-9a-f]+)$", res.output, re.M)
-    booted = {m.group(1): int(m.group(2), 16) for m in
-              (re.fullmatch(r"/sys/module/fgk_test/sections/(\S+):0x([0-9a-f]+)", l)
-               for l in cap_lines) if m}
+    cap_lines, booted = captured_sections(res.output, "fgk_test")
     assert len(booted) == len(cap_lines) and any(n.startswith(".text.") for n in booted), \
         res.output[-2000:]
     assert all(booted.values()), "section addresses hidden: not read as root?"
@@ -51,17 +74,7 @@ def test_booted_module_layout_and_raw_addresses(tmp_path):
     print(f"fgk_test core text at {min(v for n, v in booted.items() if n.startswith('.text')):#x}")
 
     # 1. fgk layout equals the booted offsets
-    r = subprocess.run([str(FGK), "layout", str(ko), "--seed", seed, "--json"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    layout = [s for s in json.loads(r.stdout)["sections"] if int(s["size"], 16)]
-    assert sum(s["randomized"] for s in layout) >= 4
-    base = booted[layout[0]["name"]] - int(layout[0]["offset"], 16)
-    for s in layout:
-        assert s["name"] in booted, (s["name"], sorted(booted))
-        assert booted[s["name"]] - base == int(s["offset"], 16), (s, hex(base))
-    text = {n for n in booted if n.startswith(".text") or n == ".exit.text"}
-    assert text == {s["name"] for s in layout}, (text, layout)
+    layout = check_booted_layout(ko, seed, booted, min_randomized=4)
 
     # 2. raw addresses of the module's functions, through the capture
     cap = tmp_path / "sections"
@@ -128,18 +141,8 @@ def test_out_of_tree_module(tmp_path):
     res = boot(OOT_SCRIPT, seed=seed, files={"/fgk/fgk_oot.ko": str(ko)}, timeout=180)
     assert res.rc == 0, (res.rc, res.output[-2000:])
     assert "warned" in res.output
-    cap_lines = re.findall(r"^cap (\S+:0x[0-9a-f]+)$", res.output, re.M)
-    booted = {m.group(1): int(m.group(2), 16) for m in
-              (re.fullmatch(r"/sys/module/fgk_oot/sections/(\S+):0x([0-9a-f]+)", l)
-               for l in cap_lines) if m}
-    r = subprocess.run([str(FGK), "layout", str(ko), "--seed", seed, "--json"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    layout = [s for s in json.loads(r.stdout)["sections"] if int(s["size"], 16)]
-    assert sum(s["randomized"] for s in layout) >= 3
-    base = booted[layout[0]["name"]] - int(layout[0]["offset"], 16)
-    for s in layout:
-        assert booted[s["name"]] - base == int(s["offset"], 16), (s, hex(base))
+    cap_lines, booted = captured_sections(res.output, "fgk_oot")
+    layout = check_booted_layout(ko, seed, booted, min_randomized=3)
 
     # the WARN, from the console
     i = res.log.find("WARNING: CPU:")

@@ -413,6 +413,18 @@ static void choose_kaslr(struct crash_run *c)
 		snprintf(c->kaslr, sizeof(c->kaslr), "--kaslr=0x0");
 }
 
+/* $TMPDIR/fgk-crash-<uid> (made private by its users), or NULL. */
+static char *private_tmp_dir(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char *dir;
+
+	if (asprintf(&dir, "%s/fgk-crash-%u", tmp && *tmp ? tmp : "/tmp",
+		     (unsigned)geteuid()) < 0)
+		return NULL;
+	return dir;
+}
+
 /*
  * The vmlinux crash gets: vmlinux itself, or its (cached) relink for the
  * seed.  Without a relink cache: $TMPDIR/fgk-crash-<uid>/<seed>.vmlinux.fgk,
@@ -421,15 +433,14 @@ static void choose_kaslr(struct crash_run *c)
  */
 static int relink_target(struct crash_run *c)
 {
-	const char *tmp = getenv("TMPDIR");
 	char *fallback;
 	int rc;
 
 	c->target = c->t.vmlinux;
 	if (!c->shuffle)
 		return 0;
-	if (asprintf(&fallback, "%s/fgk-crash-%u", tmp && *tmp ? tmp : "/tmp",
-		     (unsigned)geteuid()) < 0)
+	fallback = private_tmp_dir();
+	if (!fallback)
 		return cli_fail(&fgk_enomem);
 	rc = cli_relink_cached(c->t.vm, &c->t.seed, fallback, &c->fgk_path, &c->cached);
 	free(fallback);
@@ -484,9 +495,11 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 	err = fgk_module_check(m, c->t.vm);
 	if (!err && c->shuffle)
 		err = fgk_module_layout_compute(m, &c->t.seed, &l);
-	if (err || !mc->link)
+	if (err)
 		goto out;
 	c->nmodules++;
+	if (!mc->link)
+		goto out;
 	if (asprintf(&link, "%s/modules/%s.ko", c->mod_tmp, name) < 0) {
 		link = NULL;
 		err = &fgk_enomem;
@@ -505,8 +518,6 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 	else if (symlink(target, link) < 0)
 		err = os_error(errno, link, "cannot link module");
 out:
-	if (!err && !mc->link)
-		c->nmodules++;
 	fgk_module_layout_free(l);
 	fgk_module_close(m);
 	free(target);
@@ -542,7 +553,6 @@ static int append_file(FILE *out, const char *path)
  */
 static int prepare_modules(struct crash_run *c)
 {
-	const char *tmp = getenv("TMPDIR");
 	struct mod_collect mc = { .c = c, .link = !c->dry };
 	const char *def[2] = { NULL, NULL };
 	const char *const *dirs = c->mod_dirs;
@@ -569,8 +579,8 @@ static int prepare_modules(struct crash_run *c)
 		dirs = def;
 	}
 	if (mc.link) {
-		if (asprintf(&base, "%s/fgk-crash-%u", tmp && *tmp ? tmp : "/tmp",
-			     (unsigned)geteuid()) < 0)
+		base = private_tmp_dir();
+		if (!base)
 			return cli_fail(&fgk_enomem);
 		err = fgk_private_dir(base);
 		if (!err && asprintf(&c->mod_tmp, "%s/modules.XXXXXX", base) < 0) {

@@ -109,8 +109,7 @@ static int run_module(struct cli_target *t, bool json, const char *relink)
 	if (!err && relink)
 		err = fgk_module_relink(m, ml, relink);
 	if (err) {
-		if (ml && err)
-			fgk_module_layout_free(ml);
+		fgk_module_layout_free(ml);
 		fgk_module_close(m);
 		return cli_fail(err);
 	}
