@@ -116,6 +116,10 @@ echo %(graph)s > set_graph_function
 echo 2 > max_graph_depth
 echo function_graph > current_tracer
 echo 0 > options/funcgraph-irqs
+# funcgraph-irqs=0 drops what runs in hard IRQ context only: irq_enter_rcu()
+# runs before the hardirq count is raised and softirqs run on irq exit, so
+# an interrupt during the syscall would show them as its "callees"
+echo irq_enter_rcu handle_softirqs > set_graph_notrace
 echo > trace
 echo 1 > tracing_on
 uname -a > /dev/null
