@@ -7,7 +7,8 @@
 #include "cli.h"
 
 static const char help[] =
-"usage: fgk addr VMLINUX (--seed SEED | --seed-file RECORD) [--offset BASE]\n"
+"usage: fgk addr [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
+"                [--build-id HEX] [--offset BASE]\n"
 "                [ADDR | SYMBOL[+OFF]]...\n"
 "\n"
 "Translate between the booted kernel's runtime addresses and VMLINUX.\n"
@@ -22,7 +23,14 @@ static const char help[] =
 "randomized .text.* section holding it, or '-' if the address is not moved.\n"
 "An item that cannot be translated (outside the kernel, in the int3 padding\n"
 "between shuffled functions, unknown symbol) gets a one-line error on stderr\n"
-"and the exit status is 1; the other items are still translated.\n";
+"and the exit status is 1; the other items are still translated.\n"
+"\n"
+"Without VMLINUX (--build-id, or a seed record's build-id) the first item is\n"
+"taken as VMLINUX only if it is an ELF file.\n"
+"\n"
+CLI_TARGET_HELP
+"--offset BASE       base KASLR offset (hex); default the record's or the\n"
+"                    --kallsyms capture's, else 0\n";
 
 /* One item: its line on stdout, or a one-line error (returns 1). */
 static int one(struct cli_target *t, const struct fgk_layout *l,
@@ -48,7 +56,6 @@ static int run(int argc, char **argv)
 	};
 	struct cli_target t = { 0 };
 	struct fgk_layout *l = NULL;
-	struct fgk_error *err;
 	int opt, rc, status = 0;
 
 	/* "+" : stop at the first non-option so "sym+0x10" etc. are items */
@@ -59,7 +66,7 @@ static int run(int argc, char **argv)
 			return cli_help(&cmd_addr);
 		return cli_usage_error(&cmd_addr, "bad option");
 	}
-	if (optind < argc)
+	if (optind < argc && cli_vmlinux_positional(&t, argv[optind]))
 		t.vmlinux = argv[optind++];
 	/* options may also follow VMLINUX */
 	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
@@ -72,11 +79,9 @@ static int run(int argc, char **argv)
 	rc = cli_target_open(&cmd_addr, &t);
 	if (rc)
 		goto out;
-	err = fgk_layout_compute(t.vm, &t.seed, &l);
-	if (err) {
-		rc = cli_fail(err);
+	rc = cli_target_layout(&t, &l);
+	if (rc)
 		goto out;
-	}
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++)
 			if (one(&t, l, argv[i]))

@@ -56,7 +56,10 @@ struct cli_target {
 	const char *seed_text;
 	const char *seed_file;
 	const char *offset_text;
+	const char *kallsyms;	/* --kallsyms FILE: layout without the seed */
+	const char *build_id;	/* --build-id HEX: the vmlinux to look for */
 	/* results */
+	char *fetched;		/* vmlinux found or fetched by build-id */
 	struct fgk_vmlinux *vm;
 	struct fgk_seed seed;
 	struct fgk_seed_record rec;
@@ -69,16 +72,53 @@ enum {
 	OPT_SEED_FILE,
 	OPT_OFFSET,
 	OPT_HELP,
+	OPT_KALLSYMS,
+	OPT_BUILD_ID,
 };
 #define CLI_TARGET_OPTIONS \
 	{ "seed", required_argument, NULL, OPT_SEED }, \
 	{ "seed-file", required_argument, NULL, OPT_SEED_FILE }, \
+	{ "kallsyms", required_argument, NULL, OPT_KALLSYMS }, \
+	{ "build-id", required_argument, NULL, OPT_BUILD_ID }, \
 	{ "help", no_argument, NULL, 'h' }
+/* The help text of the options above, for the commands' usage texts. */
+#define CLI_TARGET_HELP \
+"--seed SEED         64 hex digits (or fgkaslr_seed=..., or /proc/fgkaslr_seed text)\n" \
+"--seed-file RECORD  seed record (docs/seed-records.md); its build-id must match\n" \
+"--kallsyms FILE     no seed: rebuild the layout from FILE, root's /proc/kallsyms\n" \
+"                    of the booted kernel (cat /proc/kallsyms > FILE as root)\n" \
+"--build-id HEX      without VMLINUX: the vmlinux with this build-id (default:\n" \
+"                    the seed record's), from /usr/lib/debug, /lib/modules or,\n" \
+"                    with $DEBUGINFOD_URLS set, fetched through debuginfod\n"
 
 /* Handle a shared option; returns true if it was one. */
 bool cli_target_option(struct cli_target *t, int opt, const char *arg);
-/* Open vmlinux, resolve seed (and offset), check the record's build-id. */
+/*
+ * Open vmlinux (without VMLINUX: by build-id, cli_vmlinux_by_build_id),
+ * resolve the seed (and offset; none needed with --kallsyms), check the
+ * record's build-id.
+ */
 int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t);
+/*
+ * The layout: from the seed, or from --kallsyms (saying so on stderr; the
+ * base offset is the capture's unless --offset was given).
+ */
+int cli_target_layout(struct cli_target *t, struct fgk_layout **l);
+/*
+ * Is arg the VMLINUX argument, for commands whose VMLINUX may be omitted
+ * before other positional arguments: not with --build-id; with a seed
+ * record, only if arg is an ELF file.
+ */
+bool cli_vmlinux_positional(const struct cli_target *t, const char *arg);
+/*
+ * The vmlinux of build_id (release may be NULL): dirs (NULL-terminated, may
+ * be NULL) and the system's debug paths (fgk_vmlinux_find), then
+ * debuginfod.  Says on stderr what was fetched and from where.  *path is
+ * the file used (malloc'd).  0 or 1 (error printed).
+ */
+int cli_vmlinux_by_build_id(const char *const *dirs, const char *build_id,
+			    const char *release, struct fgk_vmlinux **vm,
+			    char **path);
 void cli_target_close(struct cli_target *t);
 /* Flush stdout; report a write error.  Returns exit status. */
 int cli_finish_stdout(int status);

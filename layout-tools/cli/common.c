@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Shared CLI helpers: errors, numbers, --seed/--seed-file/--offset. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -142,20 +143,148 @@ bool cli_target_option(struct cli_target *t, int opt, const char *arg)
 	case OPT_OFFSET:
 		t->offset_text = arg;
 		return true;
+	case OPT_KALLSYMS:
+		t->kallsyms = arg;
+		return true;
+	case OPT_BUILD_ID:
+		t->build_id = arg;
+		return true;
 	}
 	return false;
+}
+
+static int by_build_id(const char *const *dirs, const char *build_id,
+		       const char *release, struct fgk_vmlinux **vm,
+		       char **path);
+
+int cli_vmlinux_by_build_id(const char *const *dirs, const char *build_id,
+			    const char *release, struct fgk_vmlinux **vm,
+			    char **path)
+{
+	*vm = NULL;
+	*path = NULL;
+	if (strlen(build_id) < 2 || strlen(build_id) % 2 ||
+	    strspn(build_id, "0123456789abcdefABCDEF") != strlen(build_id) ||
+	    strlen(build_id) >= 256)
+		return cli_errorf("build-id '%s': not hex bytes", build_id);
+	{
+		char low[256];
+
+		for (size_t i = 0; i <= strlen(build_id); i++)
+			low[i] = (char)tolower((unsigned char)build_id[i]);
+		return by_build_id(dirs, low, release, vm, path);
+	}
+}
+
+static int by_build_id(const char *const *dirs, const char *build_id,
+		       const char *release, struct fgk_vmlinux **vm,
+		       char **path)
+{
+	struct fgk_error *err, *ferr;
+	struct fgk_fetch f = { 0 };
+	char buf[2048];
+
+	err = fgk_vmlinux_find(dirs, build_id, release, vm);
+	if (!err) {
+		*path = strdup(fgk_vmlinux_path(*vm));
+		if (!*path) {
+			fgk_vmlinux_close(*vm);
+			*vm = NULL;
+			return cli_fail(&fgk_enomem);
+		}
+		return 0;
+	}
+	if (!fgk_debuginfod_enabled()) {
+		fgk_error_string(err, buf, sizeof(buf));
+		fgk_error_free(err);
+		return cli_errorf("%s; set DEBUGINFOD_URLS to fetch it through debuginfod",
+				  buf);
+	}
+	ferr = fgk_vmlinux_fetch(build_id, &f, vm);
+	if (ferr) {
+		fgk_error_free(err);
+		return cli_fail(ferr);
+	}
+	fgk_error_free(err);
+	if (f.url)
+		fprintf(stderr, "fgk: fetched vmlinux (build-id %s) from %s into %s\n",
+			build_id, f.url, f.path);
+	else
+		fprintf(stderr, "fgk: vmlinux (build-id %s) from the debuginfod cache: %s\n",
+			build_id, f.path);
+	*path = f.path;
+	f.path = NULL;
+	fgk_fetch_clear(&f);
+	return 0;
+}
+
+bool cli_vmlinux_positional(const struct cli_target *t, const char *arg)
+{
+	char magic[4];
+	FILE *f;
+	bool elf;
+
+	if (t->build_id)
+		return false;
+	if (!t->seed_file)
+		return true;
+	f = fopen(arg, "rb");
+	if (!f)
+		return false;
+	elf = fread(magic, 1, 4, f) == 4 && !memcmp(magic, "\x7f" "ELF", 4);
+	fclose(f);
+	return elf;
+}
+
+int cli_target_layout(struct cli_target *t, struct fgk_layout **l)
+{
+	struct fgk_kallsyms_origin o;
+	struct fgk_error *err;
+	size_t len;
+	char *text;
+	int rc;
+
+	*l = NULL;
+	if (!t->kallsyms) {
+		err = fgk_layout_compute(t->vm, &t->seed, l);
+		return err ? cli_fail(err) : 0;
+	}
+	rc = cli_read_text(t->kallsyms, CLI_TEXT_MAX, &text, &len);
+	if (rc)
+		return rc;
+	err = fgk_layout_from_kallsyms(t->vm, text, len, t->kallsyms, l, &o);
+	free(text);
+	if (err)
+		return cli_fail(err);
+	if (!t->have_offset) {
+		t->offset = o.offset;
+		t->have_offset = true;
+	}
+	fprintf(stderr, "fgk: layout rebuilt from %s (no seed): base offset 0x%llx, %zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
+		t->kallsyms, (unsigned long long)o.offset, o.by_symbol,
+		o.by_elimination);
+	if (o.guessed)
+		fprintf(stderr, "; %zu of those are interchangeable (same size and alignment: kallsyms cannot order them, placed in section order): %s",
+			o.guessed, o.guessed_names);
+	fputc('\n', stderr);
+	fgk_kallsyms_origin_clear(&o);
+	return 0;
 }
 
 int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)
 {
 	struct fgk_error *err;
 
-	if (!t->vmlinux)
-		return cli_usage_error(cmd, "missing VMLINUX");
-	if (!t->seed_text && !t->seed_file)
-		return cli_usage_error(cmd, "missing --seed SEED or --seed-file RECORD");
+	if (t->kallsyms && (t->seed_text || t->seed_file))
+		return cli_usage_error(cmd, "give --kallsyms or a seed, not both");
+	if (!t->kallsyms && !t->seed_text && !t->seed_file)
+		return cli_usage_error(cmd, "missing --seed SEED, --seed-file RECORD or --kallsyms FILE");
 	if (t->seed_text && t->seed_file)
 		return cli_usage_error(cmd, "give --seed or --seed-file, not both");
+	if (!t->vmlinux && !t->build_id && !t->seed_file)
+		return cli_usage_error(cmd, "missing VMLINUX (or --build-id, or a seed record with one, to look it up)");
+	if (t->vmlinux && t->build_id)
+		return cli_usage_error(cmd, "give VMLINUX or --build-id, not both");
 	if (t->offset_text) {
 		if (!cli_parse_hex(t->offset_text, &t->offset))
 			return cli_errorf("--offset '%s': not a hex number (e.g. 0x1a000000)",
@@ -166,7 +295,7 @@ int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)
 		err = fgk_seed_parse(t->seed_text, &t->seed);
 		if (err)
 			return cli_fail(err);
-	} else {
+	} else if (t->seed_file) {
 		err = fgk_seed_record_read(t->seed_file, &t->rec);
 		if (err)
 			return cli_fail(err);
@@ -176,9 +305,23 @@ int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)
 			t->have_offset = true;
 		}
 	}
-	err = fgk_vmlinux_open(t->vmlinux, &t->vm);
-	if (err)
-		return cli_fail(err);
+	if (!t->vmlinux) {
+		const char *id = t->build_id ? t->build_id : t->rec.build_id;
+		int rc;
+
+		if (!id)
+			return cli_errorf("%s: the record has no build-id: give VMLINUX",
+					  t->seed_file);
+		rc = cli_vmlinux_by_build_id(NULL, id, t->build_id ? NULL : t->rec.release,
+					     &t->vm, &t->fetched);
+		if (rc)
+			return rc;
+		t->vmlinux = t->fetched;
+	} else {
+		err = fgk_vmlinux_open(t->vmlinux, &t->vm);
+		if (err)
+			return cli_fail(err);
+	}
 	if (t->seed_file) {
 		err = fgk_seed_record_check(&t->rec, t->seed_file, t->vm);
 		if (err)
@@ -192,6 +335,8 @@ void cli_target_close(struct cli_target *t)
 	fgk_vmlinux_close(t->vm);
 	t->vm = NULL;
 	fgk_seed_record_clear(&t->rec);
+	free(t->fetched);
+	t->fetched = NULL;
 }
 
 int cli_finish_stdout(int status)

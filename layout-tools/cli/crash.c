@@ -116,6 +116,7 @@ struct crash_run {
 	const char *seed_src;		/* where the seed came from (reported on stderr) */
 	const char *target;		/* the vmlinux crash gets */
 	char *fgk_path;			/* the relinked vmlinux.fgk */
+	struct fgk_layout *layout;	/* rebuilt from the dump's kallsyms */
 	char kaslr[64];			/* crash's --kaslr= option */
 	const char **mod_dirs;		/* --modules, NULL-terminated */
 	int nmod_dirs;
@@ -265,14 +266,15 @@ static char *build_tree_kernel_dir(void)
 
 /*
  * The vmlinux with the dump's build-id: fgk_vmlinux_find in the dump's
- * directory, ./ and the build tree's build/kernel, then the system's paths.
+ * directory, ./ and the build tree's build/kernel, then the system's paths,
+ * then debuginfod (cli_vmlinux_by_build_id).  0 or the exit status.
  */
-static struct fgk_error *find_vmlinux(struct crash_run *c)
+static int find_vmlinux(struct crash_run *c)
 {
 	char *near = dir_of(c->dump), *tree = build_tree_kernel_dir();
 	const char *dirs[4];
-	struct fgk_error *err;
 	size_t n = 0;
+	int rc;
 
 	if (near)
 		dirs[n++] = near;
@@ -280,10 +282,11 @@ static struct fgk_error *find_vmlinux(struct crash_run *c)
 	if (tree)
 		dirs[n++] = tree;
 	dirs[n] = NULL;
-	err = fgk_vmlinux_find(dirs, c->vi.build_id, c->vi.osrelease, &c->t.vm);
+	rc = cli_vmlinux_by_build_id(dirs, c->vi.build_id, c->vi.osrelease,
+				     &c->t.vm, &c->t.fetched);
 	free(near);
 	free(tree);
-	return err;
+	return rc;
 }
 
 /* VMLINUX, or the one with the dump's build-id; checked against the dump. */
@@ -298,16 +301,13 @@ static int open_vmlinux(struct crash_run *c)
 		if (err)
 			return cli_fail(err);
 	} else if (c->vi.build_id) {
-		err = find_vmlinux(c);
-		if (err && err->code == FGK_ERR_LOOKUP) {
-			int rc = cli_errorf("%s: %s; give VMLINUX", c->dump, err->message);
+		int rc = find_vmlinux(c);
 
-			fgk_error_free(err);
+		if (rc) {
+			fprintf(stderr, "fgk crash: %s: give VMLINUX\n", c->dump);
 			return rc;
 		}
-		if (err)
-			return cli_fail(err);
-		t->vmlinux = fgk_vmlinux_path(t->vm);
+		t->vmlinux = t->fetched;
 	} else {
 		return cli_usage_error(&cmd_crash, "the dump does not name its build-id: give VMLINUX");
 	}
@@ -352,6 +352,38 @@ static int read_seed_option(struct cli_target *t)
 	return err ? cli_fail(err) : 0;
 }
 
+/*
+ * No seed anywhere: the layout from the kallsyms tables in the dump's
+ * memory (which the FG-KASLR kernel keeps updated), said on stderr.
+ */
+static int layout_from_dump(struct crash_run *c)
+{
+	struct fgk_kallsyms_origin o;
+	struct fgk_error *err;
+
+	err = fgk_layout_from_vmcore(c->t.vm, c->dump, &c->vi, &c->layout, &o);
+	if (err) {
+		char buf[2048];
+
+		fgk_error_string(err, buf, sizeof(buf));
+		fgk_error_free(err);
+		return cli_errorf("%s: no FGKASLR_SEED in its VMCOREINFO, and the layout cannot be rebuilt from its kallsyms: %s; give --seed SEED or --seed-file RECORD",
+				  c->dump, buf);
+	}
+	c->shuffle = true;
+	c->seed_src = "none: layout rebuilt from the kallsyms in the dump's memory";
+	if (!c->quiet) {
+		fprintf(stderr, "fgk crash: %s: no FGKASLR_SEED in VMCOREINFO; layout rebuilt from the kallsyms tables in its memory: %zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
+			c->dump, o.by_symbol, o.by_elimination);
+		if (o.guessed)
+			fprintf(stderr, "; %zu interchangeable (same size and alignment, no symbol: their order is a guess): %s",
+				o.guessed, o.guessed_names);
+		fputc('\n', stderr);
+	}
+	fgk_kallsyms_origin_clear(&o);
+	return 0;
+}
+
 /* The seed: the dump's FGKASLR_SEED, else the options; sets shuffle. */
 static int choose_seed(struct crash_run *c)
 {
@@ -390,10 +422,11 @@ static int choose_seed(struct crash_run *c)
 				c->seed_src);
 		return 0;
 	}
+	if (c->is_fg && c->have_vmcoreinfo)
+		return layout_from_dump(c);
 	if (c->is_fg)
 		return cli_errorf("%s: %s, and vmlinux '%s' is an FG-KASLR kernel: give --seed SEED or --seed-file RECORD",
-				  c->dump, c->have_vmcoreinfo ? "no FGKASLR_SEED in its VMCOREINFO" : "no VMCOREINFO",
-				  t->vmlinux);
+				  c->dump, "no VMCOREINFO", t->vmlinux);
 	c->seed_src = "none (vmlinux has no .text.* sections)";
 	return 0;
 }
@@ -442,6 +475,24 @@ static int relink_target(struct crash_run *c)
 	fallback = private_tmp_dir();
 	if (!fallback)
 		return cli_fail(&fgk_enomem);
+	if (c->layout) {
+		/* no seed, no cache: <private dir>/<build-id>.kallsyms.vmlinux.fgk */
+		const char *id = fgk_vmlinux_build_id(c->t.vm);
+		struct fgk_error *err = fgk_private_dir(fallback);
+
+		if (!err && asprintf(&c->fgk_path, "%s/%s.kallsyms.vmlinux.fgk",
+				     fallback, id ? id : "no-build-id") < 0) {
+			c->fgk_path = NULL;
+			err = &fgk_enomem;
+		}
+		if (!err)
+			err = fgk_relink(c->t.vm, c->layout, c->fgk_path, NULL);
+		free(fallback);
+		if (err)
+			return cli_fail(err);
+		c->target = c->fgk_path;
+		return 0;
+	}
 	rc = cli_relink_cached(c->t.vm, &c->t.seed, fallback, &c->fgk_path, &c->cached);
 	free(fallback);
 	if (!rc)
@@ -493,7 +544,7 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 	if (err)
 		return err;
 	err = fgk_module_check(m, c->t.vm);
-	if (!err && c->shuffle)
+	if (!err && c->shuffle && !c->layout)
 		err = fgk_module_layout_compute(m, &c->t.seed, &l);
 	if (err)
 		goto out;
@@ -563,6 +614,11 @@ static int prepare_modules(struct crash_run *c)
 
 	if (c->no_modules)
 		return 0;
+	if (c->layout) {
+		if (!c->quiet)
+			fprintf(stderr, "fgk crash: module symbols not loaded: the dump's kernel shuffled its modules with a seed the dump does not carry (give --seed or --seed-file for them)\n");
+		return 0;
+	}
 	if (!dirs) {
 		char *vd = dir_of(c->t.vmlinux);
 		struct stat st;
@@ -682,6 +738,8 @@ static void describe(const struct crash_run *c)
 		return;
 	if (c->shuffle)
 		fgk_seed_format(&c->t.seed, hex);
+	if (c->layout)
+		snprintf(hex, sizeof(hex), "unknown");
 	fprintf(stderr, "fgk crash: %s (%s): release %s, build-id %s, seed %s (%s), %s\n",
 		c->dump, fgk_vmcore_format_name(vi->format),
 		vi->osrelease ? vi->osrelease : "?", vi->build_id ? vi->build_id : "?",
@@ -800,6 +858,7 @@ static int run(int argc, char **argv)
 	}
 	cleanup_modules(&c);
 	free(c.fgk_path);
+	fgk_layout_free(c.layout);
 	fgk_vmcoreinfo_clear(&c.vi);
 	if (c.t.vmlinux && c.t.vm && c.t.vmlinux == fgk_vmlinux_path(c.t.vm))
 		c.t.vmlinux = NULL;

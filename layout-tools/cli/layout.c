@@ -6,7 +6,8 @@
 #include "cli.h"
 
 static const char help[] =
-"usage: fgk layout VMLINUX (--seed SEED | --seed-file RECORD) [--json]\n"
+"usage: fgk layout [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
+"                 [--build-id HEX] [--json]\n"
 "       fgk layout MODULE.ko [--seed SEED | --seed-file RECORD] [--json]\n"
 "                 [--relink OUT]\n"
 "\n"
@@ -21,8 +22,7 @@ static const char help[] =
 "\n"
 "--json   one JSON object: seed, start, limit, end, sections[] with the same\n"
 "         fields (addresses and sizes as \"0x...\" strings).\n"
-"--seed SEED         64 hex digits (or fgkaslr_seed=..., or /proc/fgkaslr_seed text)\n"
-"--seed-file RECORD  seed record (docs/seed-records.md); its build-id must match\n"
+CLI_TARGET_HELP
 "\n"
 "MODULE.ko (a file whose name ends in .ko): the module's core text as the\n"
 "module loader lays it out for SEED (docs/layout-spec.md section 8): one\n"
@@ -176,7 +176,6 @@ static int run(int argc, char **argv)
 	const char *relink = NULL;
 	struct cli_target t = { 0 };
 	struct fgk_layout *l;
-	struct fgk_error *err;
 	bool json = false;
 	int opt, rc;
 
@@ -214,16 +213,20 @@ static int run(int argc, char **argv)
 		cli_target_close(&t);
 		return rc;
 	}
-	err = fgk_layout_compute(t.vm, &t.seed, &l);
-	if (err) {
+	rc = cli_target_layout(&t, &l);
+	if (rc) {
 		cli_target_close(&t);
-		return cli_fail(err);
+		return rc;
 	}
 	if (json) {
-		char hex[FGK_SEED_HEX_LEN + 1];
+		char hex[FGK_SEED_HEX_LEN + 3] = "null";
 
-		fgk_seed_format(&l->seed, hex);
-		printf("{\"seed\": \"%s\", \"start\": \"0x%016llx\", \"limit\": \"0x%016llx\", \"end\": \"0x%016llx\", \"sections\": [",
+		if (!l->seedless) {
+			hex[0] = '"';
+			fgk_seed_format(&l->seed, hex + 1);
+			strcat(hex, "\"");
+		}
+		printf("{\"seed\": %s, \"start\": \"0x%016llx\", \"limit\": \"0x%016llx\", \"end\": \"0x%016llx\", \"sections\": [",
 		       hex, (unsigned long long)l->start,
 		       (unsigned long long)l->limit, (unsigned long long)l->end);
 		for (size_t i = 0; i < l->n; i++) {

@@ -7,7 +7,8 @@
 #include "cli.h"
 
 static const char help[] =
-"usage: fgk map VMLINUX (--seed SEED | --seed-file RECORD) [--offset BASE]\n"
+"usage: fgk map [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
+"               [--build-id HEX] [--offset BASE]\n"
 "               [--format kallsyms|system-map] [-o FILE]\n"
 "\n"
 "Print the symbols of VMLINUX at the addresses the kernel booted with SEED\n"
@@ -66,17 +67,18 @@ static int run(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error(&cmd_map, "unexpected argument '%s'", argv[optind]);
 	{
-		const char *inputs[] = { t.vmlinux, t.seed_file };
+		const char *inputs[] = { t.vmlinux, t.seed_file, t.kallsyms };
 
-		if (cli_check_output(output, inputs, 2))
+		if (cli_check_output(output, inputs, 3))
 			return 1;
 	}
 	rc = cli_target_open(&cmd_map, &t);
 	if (rc)
 		goto out;
-	err = fgk_layout_compute(t.vm, &t.seed, &l);
-	if (!err)
-		err = fgk_map_build(t.vm, l, format, t.offset, &map);
+	rc = cli_target_layout(&t, &l);
+	if (rc)
+		goto out;
+	err = fgk_map_build(t.vm, l, format, t.offset, &map);
 	if (err) {
 		rc = cli_fail(err);
 		goto out;

@@ -11,8 +11,8 @@
 #include "cli.h"
 
 static const char help[] =
-"usage: fgk relink VMLINUX (--seed SEED | --seed-file RECORD) [-o OUT]\n"
-"                  [--no-cache] [--stats]\n"
+"usage: fgk relink [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
+"                  [--build-id HEX] [-o OUT] [--no-cache] [--stats]\n"
 "\n"
 "Write the ELF a linker would have produced had it laid the randomized\n"
 "functions out in the order SEED gives (base offset 0): moved code, section\n"
@@ -32,8 +32,12 @@ static const char help[] =
 "-o OUT       also (or, with --no-cache, only) write the result to OUT\n"
 "--no-cache   neither read nor write the cache\n"
 "--stats      print what was moved on stderr\n"
-"--seed SEED         64 hex digits (or fgkaslr_seed=..., or /proc/fgkaslr_seed text)\n"
-"--seed-file RECORD  seed record (docs/seed-records.md); its build-id must match\n";
+"\n"
+"With --kallsyms FILE (no seed) the layout comes from root's /proc/kallsyms\n"
+"of the boot; the result is the same file the seed gives.  It is not cached\n"
+"(the cache is keyed by seed): -o OUT is required.\n"
+"\n"
+CLI_TARGET_HELP;
 
 /* -o OUT as well as the cache: a copy of the cached file. */
 static int copy_file(const char *from, const char *to)
@@ -93,17 +97,24 @@ static int run(int argc, char **argv)
 		return cli_usage_error(&cmd_relink, "unexpected argument '%s'", argv[optind]);
 	if (!use_cache && !out)
 		return cli_usage_error(&cmd_relink, "--no-cache needs -o OUT");
+	if (t.kallsyms && !out)
+		return cli_usage_error(&cmd_relink, "--kallsyms needs -o OUT (the cache is keyed by seed)");
+	if (t.kallsyms)
+		use_cache = false;
 	{
-		const char *inputs[] = { t.vmlinux, t.seed_file };
+		const char *inputs[] = { t.vmlinux, t.seed_file, t.kallsyms };
 
-		if (cli_check_output(out, inputs, 2))
+		if (cli_check_output(out, inputs, 3))
 			return 1;
 	}
 	rc = cli_target_open(&cmd_relink, &t);
 	if (rc)
 		goto done;
-	err = fgk_layout_compute(t.vm, &t.seed, &l);
-	if (!err && use_cache)
+	rc = cli_target_layout(&t, &l);
+	if (rc)
+		goto done;
+	err = NULL;
+	if (use_cache)
 		err = fgk_relink_cache_path(t.vm, &t.seed, &cache);
 	if (err) {
 		rc = cli_fail(err);

@@ -149,6 +149,9 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 
 	*path = NULL;
 	*cached = false;
+	if (l->seedless)	/* the cache is keyed by seed */
+		return fgk_error_new(FGK_ERR_INVALID, NULL,
+				     "a layout rebuilt from kallsyms has no seed: not cached");
 	err = fgk_relink_cache_path(vm, &l->seed, &cache);
 	if (err)
 		return err;

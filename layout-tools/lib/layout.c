@@ -75,19 +75,21 @@ void fgk_layout_free(struct fgk_layout *l)
 	free(l);
 }
 
-struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
-				     const struct fgk_seed *seed,
-				     struct fgk_layout **ret)
+/*
+ * §3: the input list and the region of vm, nothing placed yet (seed zero,
+ * order and new addresses unset).
+ */
+struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
 {
 	struct fgk_layout *l;
 	struct fgk_error *err = NULL;
 	const struct vm_symbol *etext;
 	size_t n = 0;
 
+	*ret = NULL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return &fgk_enomem;
-	l->seed = *seed;
 	for (size_t i = 1; i < vm->shnum; i++)
 		n += vm_section_randomized(&vm->secs[i]);
 	if (n == 0) {
@@ -167,10 +169,41 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 			goto fail;
 		}
 	}
-	err = fgk_permutation(seed, fgk_text_nonce, n, l->order);
+	for (size_t k = 0; k < n; k++)
+		l->by_addr[k] = (uint32_t)k;
+	cmp_secs = l->secs;
+	qsort(l->by_addr, n, sizeof(uint32_t), cmp_link);
+	*ret = l;
+	return NULL;
+fail:
+	fgk_layout_free(l);
+	return err;
+}
+
+void vm_layout_index_new(struct fgk_layout *l)
+{
+	for (size_t k = 0; k < l->n; k++)
+		l->by_new[k] = (uint32_t)k;
+	cmp_secs = l->secs;
+	qsort(l->by_new, l->n, sizeof(uint32_t), cmp_new);
+}
+
+struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
+				     const struct fgk_seed *seed,
+				     struct fgk_layout **ret)
+{
+	struct fgk_layout *l;
+	struct fgk_error *err;
+
+	*ret = NULL;
+	err = vm_layout_new(vm, &l);
+	if (err)
+		return err;
+	l->seed = *seed;
+	err = fgk_permutation(seed, fgk_text_nonce, l->n, l->order);
 	if (err)
 		goto fail;
-	err = fgk_place(l->secs, n, l->order, l->start, l->limit, &l->end);
+	err = fgk_place(l->secs, l->n, l->order, l->start, l->limit, &l->end);
 	if (err) {
 		char hex[FGK_SEED_HEX_LEN + 1];
 		struct fgk_error *e2;
@@ -182,11 +215,7 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 		err = e2;
 		goto fail;
 	}
-	for (size_t k = 0; k < n; k++)
-		l->by_addr[k] = l->by_new[k] = (uint32_t)k;
-	cmp_secs = l->secs;
-	qsort(l->by_addr, n, sizeof(uint32_t), cmp_link);
-	qsort(l->by_new, n, sizeof(uint32_t), cmp_new);
+	vm_layout_index_new(l);
 	*ret = l;
 	return NULL;
 fail:

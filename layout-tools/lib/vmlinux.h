@@ -54,5 +54,9 @@ const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm,
 struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why);
 /* §3: is s a randomized section? (lib/layout.c) */
 bool vm_section_randomized(const struct vm_section *s);
+/* §3: input list and region of vm, nothing placed (lib/layout.c). */
+struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret);
+/* Sort l->by_new once every new_addr is set. */
+void vm_layout_index_new(struct fgk_layout *l);
 
 #endif

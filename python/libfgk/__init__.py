@@ -152,6 +152,10 @@ class _Vmcoreinfo(Structure):
                 ("seed_state", c_int), ("seed", _Seed)]
 
 
+class _Fetch(Structure):
+    _fields_ = [("path", c_char_p), ("url", c_char_p)]
+
+
 _ERR = POINTER(_Error)
 _VM = c_void_p
 _LAYOUT = POINTER(_Layout)
@@ -194,6 +198,9 @@ _PROTOTYPES = {
     "fgk_vmcore_unflatten": (_ERR, [c_char_p, c_char_p]),
     "fgk_kernel_offset_scan": (c_bool, [c_char_p, c_size_t, POINTER(c_uint64)]),
     "fgk_seed_scan": (c_int, [c_char_p, c_size_t, POINTER(_Seed), POINTER(c_bool)]),
+    "fgk_debuginfod_enabled": (c_bool, []),
+    "fgk_vmlinux_fetch": (_ERR, [c_char_p, POINTER(_Fetch), POINTER(_VM)]),
+    "fgk_fetch_clear": (None, [POINTER(_Fetch)]),
 }
 
 _lib = None
@@ -692,3 +699,25 @@ def seed_scan(text) -> tuple:
     if n < 0:
         raise FgkError("the text names several different seeds", ERR_SEED)
     return (format_seed(seed) if n else None), bool(disabled.value)
+
+
+# --------------------------------------------------------------------------
+# debuginfod (lib/debuginfod.c)
+
+def debuginfod_enabled() -> bool:
+    """Is $DEBUGINFOD_URLS set (read by libdebuginfod in this process)?"""
+    return bool(_L().fgk_debuginfod_enabled())
+
+
+def fetch_vmlinux(build_id: str) -> tuple[str, str | None]:
+    """The vmlinux of build_id from the debuginfod servers of
+    $DEBUGINFOD_URLS (or libdebuginfod's cache), checked to be a vmlinux
+    with that build-id: (path in the cache, URL it came from or None when
+    the cache had it).  FgkError naming the build-id otherwise."""
+    f = _Fetch()
+    vm = _VM()
+    _check(_L().fgk_vmlinux_fetch(_text(build_id, "build-id"), byref(f), byref(vm)))
+    path, url = _s(f.path), _s(f.url)
+    _L().fgk_vmlinux_close(vm)
+    _L().fgk_fetch_clear(byref(f))
+    return path, url

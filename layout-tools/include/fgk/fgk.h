@@ -148,6 +148,12 @@ struct fgk_layout {
 	/* private lookup tables */
 	uint32_t *by_addr;	/* indices sorted by link address */
 	uint32_t *by_new;	/* indices sorted by new address */
+	/*
+	 * Rebuilt from the kernel's kallsyms (fgk_layout_from_kallsyms(),
+	 * fgk_layout_from_vmcore()), not computed from a seed: seed is zero
+	 * and unknown.
+	 */
+	bool seedless;
 };
 
 /* Compute the layout of vm for seed (§3..§7). */
@@ -155,6 +161,49 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 				     const struct fgk_seed *seed,
 				     struct fgk_layout **ret);
 void fgk_layout_free(struct fgk_layout *layout);
+
+/*
+ * A layout rebuilt without the seed, from the addresses the booted kernel's
+ * kallsyms gives its symbols (lib/kallsyms_layout.c).  Every randomized
+ * section with a kallsyms symbol is placed where its symbols are; the few
+ * without one (weak definitions the linker overrode: dead code with no
+ * symbol left) are placed by elimination, into the gaps §7's packing leaves
+ * between the others.  When such sections are interchangeable (same size
+ * and alignment) kallsyms cannot tell their order: they are placed in
+ * section index order and named in origin->guessed.  The result is checked
+ * against §7: the sections in new-address order must pack exactly.
+ */
+struct fgk_kallsyms_origin {
+	uint64_t offset;	/* base KASLR offset the addresses show */
+	size_t by_symbol;	/* sections placed from their symbols */
+	size_t by_elimination;	/* sections without a kallsyms symbol */
+	size_t guessed;		/* of those, interchangeable ones */
+	char *guessed_names;	/* their names, ", "-separated, or NULL */
+};
+void fgk_kallsyms_origin_clear(struct fgk_kallsyms_origin *o);
+/*
+ * From a /proc/kallsyms capture read by root (text[0..len), path names it
+ * in errors): "ADDR TYPE NAME" lines, module lines ("NAME\t[mod]")
+ * ignored.  A capture with zero addresses (not root), truncated, or of
+ * another build (symbols vm lacks, counts that differ, inconsistent base
+ * offsets) is an error naming path.
+ */
+struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
+					   const char *text, size_t len,
+					   const char *path,
+					   struct fgk_layout **ret,
+					   struct fgk_kallsyms_origin *origin);
+/*
+ * From the kallsyms tables in a dump's memory (kallsyms_offsets, updated by
+ * the FG-KASLR kernel, read through the dump's NUMBER(phys_base) and
+ * KERNELOFFSET); info is fgk_vmcore_read() of dump_path.
+ */
+struct fgk_vmcoreinfo;
+struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
+					 const char *dump_path,
+					 const struct fgk_vmcoreinfo *info,
+					 struct fgk_layout **ret,
+					 struct fgk_kallsyms_origin *origin);
 
 /* The randomized section containing a link address, or NULL (§7 "belongs to"). */
 const struct fgk_section *fgk_layout_section_at(const struct fgk_layout *l,
@@ -468,6 +517,41 @@ struct fgk_error *fgk_vmlinux_find(const char *const *dirs,
 				   struct fgk_vmlinux **ret);
 
 /*
+ * debuginfod (lib/debuginfod.c, Debian's libdebuginfod): files by build-id
+ * from the servers of $DEBUGINFOD_URLS, kept in libdebuginfod's cache
+ * ($DEBUGINFOD_CACHE_PATH; timeouts from its variables as well).
+ */
+struct fgk_fetch {
+	char *path;	/* the file, in the debuginfod cache */
+	char *url;	/* where it was downloaded from; NULL: from the cache */
+};
+/* Is $DEBUGINFOD_URLS set (and not blank)? */
+bool fgk_debuginfod_enabled(void);
+/*
+ * The debuginfo file of build_id (lowercase hex); what names it in errors
+ * ("vmlinux", "module fgk_test").  Unset $DEBUGINFOD_URLS, not found (404),
+ * unreachable servers are FGK_ERR_LOOKUP errors naming the build-id.  The
+ * file is not checked: see fgk_vmlinux_fetch() and fgk_module_fetch().
+ */
+struct fgk_error *fgk_debuginfod_fetch(const char *build_id, const char *what,
+				       struct fgk_fetch *ret);
+/*
+ * A fetched file that is not what was asked for: remove it from the cache
+ * (the next run asks again), clear f, and return the error naming the
+ * server, the build-id and the problem.
+ */
+struct fgk_error *fgk_debuginfod_reject(struct fgk_fetch *f, const char *what,
+					const char *build_id,
+					const char *problem);
+void fgk_fetch_clear(struct fgk_fetch *f);
+/*
+ * fgk_debuginfod_fetch() of a vmlinux, opened and checked: an ELF vmlinux
+ * with that build-id, else rejected (garbage from the server).
+ */
+struct fgk_error *fgk_vmlinux_fetch(const char *build_id, struct fgk_fetch *f,
+				    struct fgk_vmlinux **ret);
+
+/*
  * The base offset from kernel console text: the last "Kernel Offset: 0x<hex>"
  * (at most 16 digits) or "Kernel Offset: disabled" (0) in text[0..len).
  * Returns false (and leaves *offset alone) if there is none.
@@ -673,6 +757,12 @@ bool fgk_module_name_eq(const char *a, size_t alen, const char *b, size_t blen);
  */
 struct fgk_error *fgk_module_find(const char *const *dirs, const char *name,
 				  char **path);
+/*
+ * Module name (for messages) by build_id through debuginfod, opened and
+ * checked like fgk_vmlinux_fetch(): a .ko with that build-id.
+ */
+struct fgk_error *fgk_module_fetch(const char *build_id, const char *name,
+				   struct fgk_fetch *f, struct fgk_module **ret);
 /*
  * Every module under dirs once: fn(path, name, arg) for each NAME.ko (name
  * with '_' for '-'), directories in the order given, searched as
