@@ -22,7 +22,9 @@ static const char help[] =
 "--offset BASE        base KASLR offset (hex) added to every address except\n"
 "                     absolute and per-CPU symbols; default 0, or the record's.\n"
 "-o FILE              write FILE atomically (temp file + rename), mode 0600,\n"
-"                     instead of stdout.\n";
+"                     instead of stdout.\n"
+"\n"
+CLI_TARGET_HELP;
 
 static int run(int argc, char **argv)
 {

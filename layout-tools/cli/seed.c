@@ -11,7 +11,7 @@ static const char help[] =
 "       fgk seed random\n"
 "       fgk seed record (--seed SEED | --seed-file RECORD) --vmlinux VMLINUX\n"
 "                       [--offset BASE] [--note NOTE] [-o FILE]\n"
-"       fgk seed show FILE [--vmlinux VMLINUX]\n"
+"       fgk seed show FILE [--vmlinux VMLINUX | --fetch]\n"
 "       fgk seed capture (--vmcore DUMP | --text FILE | --oops FILE --vmlinux VMLINUX)\n"
 "                        [--note NOTE] [-o FILE]   (see 'fgk seed capture --help')\n"
 "\n"
@@ -23,7 +23,10 @@ static const char help[] =
 "        release of VMLINUX; -o FILE is written atomically, mode 0600 (the\n"
 "        seed gives every function address), default stdout.\n"
 "show    print a record in canonical form; with --vmlinux, refuse it if its\n"
-"        build-id differs from VMLINUX's.\n";
+"        build-id differs from VMLINUX's.  --fetch: look the vmlinux of the\n"
+"        record's build-id up (/usr/lib/debug, /lib/modules/RELEASE/build,\n"
+"        then debuginfod with $DEBUGINFOD_URLS set), check it, name it on\n"
+"        stderr.\n";
 
 static int do_parse(int argc, char **argv)
 {
@@ -71,7 +74,7 @@ static int do_random(int argc, char **argv)
 	return cli_finish_stdout(0);
 }
 
-enum { OPT_VMLINUX = 0x200, OPT_NOTE };
+enum { OPT_VMLINUX = 0x200, OPT_NOTE, OPT_FETCH };
 
 static int do_record(int argc, char **argv)
 {
@@ -155,11 +158,13 @@ static int do_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
+		{ "fetch", no_argument, NULL, OPT_FETCH },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *vmlinux = NULL, *path;
 	struct fgk_seed_record rec;
+	bool fetch = false;
 	struct fgk_error *err;
 	char *text;
 	int opt;
@@ -170,15 +175,44 @@ static int do_show(int argc, char **argv)
 			return cli_help(&cmd_seed);
 		if (opt == OPT_VMLINUX)
 			vmlinux = optarg;
+		else if (opt == OPT_FETCH)
+			fetch = true;
 		else
 			return cli_usage_error(&cmd_seed, "bad option");
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error(&cmd_seed, "show needs exactly one FILE");
+	if (fetch && vmlinux)
+		return cli_usage_error(&cmd_seed, "give --vmlinux or --fetch, not both");
 	path = argv[optind];
 	err = fgk_seed_record_read(path, &rec);
 	if (err)
 		return cli_fail(err);
+	if (fetch) {
+		struct fgk_vmlinux *vm;
+		char *found;
+		int rc;
+
+		if (!rec.build_id) {
+			fgk_seed_record_clear(&rec);
+			return cli_errorf("%s: the record has no build-id to look its vmlinux up by",
+					  path);
+		}
+		rc = cli_vmlinux_by_build_id(NULL, rec.build_id, rec.release, &vm, &found);
+		if (rc) {
+			fgk_seed_record_clear(&rec);
+			return rc;
+		}
+		err = fgk_seed_record_check(&rec, path, vm);
+		fgk_vmlinux_close(vm);
+		if (!err)
+			fprintf(stderr, "fgk: %s: vmlinux %s matches\n", path, found);
+		free(found);
+		if (err) {
+			fgk_seed_record_clear(&rec);
+			return cli_fail(err);
+		}
+	}
 	if (vmlinux) {
 		struct fgk_vmlinux *vm;
 

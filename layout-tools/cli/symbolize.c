@@ -8,8 +8,8 @@
 #include "cli.h"
 
 static const char help[] =
-"usage: fgk symbolize VMLINUX [--seed SEED | --seed-file RECORD]\n"
-"                     [--offset BASE] [--modules DIR]...\n"
+"usage: fgk symbolize [VMLINUX] [--seed SEED | --seed-file RECORD | --kallsyms FILE]\n"
+"                     [--build-id HEX] [--offset BASE] [--modules DIR]...\n"
 "                     [--module-sections CAPTURE]... [FILE]\n"
 "\n"
 "Decode a kernel oops, WARN or stack dump (FILE, or standard input) the way\n"
@@ -30,6 +30,13 @@ static const char help[] =
 "\"Kernel Offset:\" line, else a frame printed with both its address and its\n"
 "symbol.  Without a seed, raw addresses inside the shuffled .text.* code\n"
 "cannot be decoded (they are left as they are); symbolic frames still are.\n"
+"--kallsyms FILE (root's /proc/kallsyms of the boot) stands for the seed.\n"
+"\n"
+"VMLINUX may be omitted when --build-id HEX or the seed record names the\n"
+"build: it is then looked up in /usr/lib/debug, /lib/modules/RELEASE/build\n"
+"and, with $DEBUGINFOD_URLS set, fetched through debuginfod (said on\n"
+"stderr).  With a seed record, the first argument is VMLINUX only if it is\n"
+"an ELF file.\n"
 "\n"
 "Modules:\n"
 "  --modules DIR          where to find MOD.ko (repeatable; searched\n"
@@ -109,19 +116,22 @@ static int run(int argc, char **argv)
 		}
 		return cli_usage_error(&cmd_symbolize, "bad option");
 	}
-	if (optind < argc)
+	if (optind < argc && cli_vmlinux_positional(&t, argv[optind]))
 		t.vmlinux = argv[optind++];
 	if (optind < argc)
 		input = argv[optind++];
 	if (optind < argc)
 		return cli_usage_error(&cmd_symbolize, "unexpected argument '%s'", argv[optind]);
-	if (!t.vmlinux)
-		return cli_usage_error(&cmd_symbolize, "missing VMLINUX");
-	if (t.seed_text || t.seed_file) {
+	if (!t.vmlinux && !t.build_id && !t.seed_file)
+		return cli_usage_error(&cmd_symbolize, "missing VMLINUX (or --build-id, or a seed record with one, to look it up)");
+	err = NULL;
+	if (t.seed_text || t.seed_file || t.kallsyms) {
 		rc = cli_target_open(&cmd_symbolize, &t);
 		if (rc)
 			goto out;
-		err = fgk_layout_compute(t.vm, &t.seed, &l);
+		rc = cli_target_layout(&t, &l);
+		if (rc)
+			goto out;
 	} else {
 		if (t.offset_text) {
 			if (!cli_parse_hex(t.offset_text, &t.offset)) {
@@ -131,7 +141,15 @@ static int run(int argc, char **argv)
 			}
 			t.have_offset = true;
 		}
-		err = fgk_vmlinux_open(t.vmlinux, &t.vm);
+		if (t.vmlinux) {
+			err = fgk_vmlinux_open(t.vmlinux, &t.vm);
+		} else {
+			rc = cli_vmlinux_by_build_id(NULL, t.build_id, NULL, &t.vm,
+						     &t.fetched);
+			if (rc)
+				goto out;
+			t.vmlinux = t.fetched;
+		}
 	}
 	if (!err)
 		err = fgk_dwarf_open(t.vmlinux, &dwarf);

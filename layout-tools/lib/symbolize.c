@@ -769,7 +769,8 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 	if (!err && s->nmsecs > first && !nonzero)
 		err = fgk_error_new(FGK_ERR_INVALID, path,
 				    "every address is 0: /sys/module/*/sections hides them from users other than root; capture it as root");
-	for (size_t i = 0; !err && s->l && i < s->nmods; i++) {
+	/* a layout rebuilt from kallsyms has no seed to compute §8 with */
+	for (size_t i = 0; !err && s->l && !s->l->seedless && i < s->nmods; i++) {
 		bool captured = false;
 
 		for (size_t k = first; k < s->nmsecs; k++)

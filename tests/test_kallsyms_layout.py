@@ -1,0 +1,249 @@
+"""A layout rebuilt from kallsyms when no seed is known (issue 14).
+
+Three guests boot with random FG-KASLR seeds and base KASLR on; each prints
+root's /proc/kallsyms, then the same file read with kptr_restrict=2 (zero
+addresses, names in alphabetical order: what a reader without the right to
+see addresses gets).  On the host, for each boot:
+
+  * `fgk relink VMLINUX --kallsyms CAPTURE -o A` against
+    `fgk relink VMLINUX --seed SEED -o B`: byte-identical, or, where the
+    tool said that sections without a kallsyms symbol are interchangeable
+    (same size and alignment, no symbol: kallsyms cannot order them), the
+    same symbols, the same section addresses except those sections (which
+    then hold identical bytes), and the same `addr2line -f -i` on every
+    function in a shuffled section;
+  * `fgk map --kallsyms` equals the capture, `fgk addr --kallsyms` equals
+    `fgk addr --seed`, `fgk layout --kallsyms` equals `fgk layout --seed`
+    except those sections;
+  * bad captures (zero addresses, truncated, another build's symbols, an
+    inconsistent base offset) get one line naming the file, exit 1, and no
+    output file.
+
+The dump side (a dump whose VMCOREINFO lacks FGKASLR_SEED) is in
+test_crash.py, on the dumps of its guest.
+"""
+import re
+import secrets
+import subprocess
+
+import pytest
+
+from conftest import BIN_DIR, KERNEL_DIR, boot, require_kernel
+
+FGK = BIN_DIR / "fgk"
+VMLINUX = KERNEL_DIR / "vmlinux"
+SEEDS = 3
+
+SCRIPT = r"""
+echo "fgkaslr-seed: $(cat /proc/fgkaslr_seed)"
+echo kallsyms-begin
+cat /proc/kallsyms
+echo kallsyms-end
+echo 2 > /proc/sys/kernel/kptr_restrict
+echo zero-begin
+cat /proc/kallsyms
+echo zero-end
+"""
+
+
+def run(*cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+def require_fg():
+    require_kernel()
+    if not FGK.is_file():
+        pytest.skip("build/bin/fgk missing: run 'make tools'")
+    if not re.search(r"\] \.text\.\S+\s+PROGBITS", run("readelf", "-SW", VMLINUX).stdout):
+        pytest.skip("build/kernel/vmlinux has no .text.* sections: not an FG-KASLR build")
+
+
+def block(output, name):
+    m = re.search(rf"^{name}-begin\n(.*?)^{name}-end$", output, re.S | re.M)
+    assert m, f"no {name} block in the guest output"
+    return m.group(1)
+
+
+@pytest.fixture(scope="module")
+def boots(tmp_path_factory):
+    require_fg()
+    out = []
+    for k in range(SEEDS):
+        seed = secrets.token_hex(32)
+        res = boot(SCRIPT, seed=seed, kaslr=True, timeout=300)
+        assert res.rc == 0, res.output[-2000:]
+        assert f"fgkaslr-seed: {seed}" in res.output
+        d = tmp_path_factory.mktemp(f"boot{k}")
+        cap = d / "kallsyms"
+        cap.write_text(block(res.output, "kallsyms"))
+        zero = d / "kallsyms.zero"
+        zero.write_text(block(res.output, "zero"))
+        out.append({"seed": seed, "dir": d, "capture": cap, "zero": zero})
+    return out
+
+
+def guessed(stderr):
+    """The sections the tool said kallsyms cannot order."""
+    m = re.search(r"interchangeable \([^)]*\): (.*)$", stderr, re.M)
+    return set(m.group(1).split(", ")) if m else set()
+
+
+def sections(path):
+    """{name: (addr, size)} of the .text.* sections."""
+    out = run("readelf", "-SW", path, check=True).stdout
+    return {m.group(1): (int(m.group(2), 16), int(m.group(3), 16))
+            for m in re.finditer(r"\]\s+(\.text\.\S+)\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)",
+                                 out)}
+
+
+def moved_functions(path):
+    """Addresses of the function symbols inside .text.* sections."""
+    secs = sorted(sections(path).values())
+    nm = run("nm", "-n", "--defined-only", path, check=True).stdout
+    import bisect
+    starts = [a for a, _ in secs]
+    addrs = []
+    for m in re.finditer(r"^([0-9a-f]{16}) [tTwW] ", nm, re.M):
+        a = int(m.group(1), 16)
+        i = bisect.bisect_right(starts, a) - 1
+        if i >= 0 and a < secs[i][0] + secs[i][1]:
+            addrs.append(a)
+    return addrs
+
+
+def section_bytes(path, name):
+    return subprocess.run(["objcopy", "-O", "binary", f"--only-section={name}", str(path),
+                           "/dev/stdout"], capture_output=True, check=True).stdout
+
+
+@pytest.mark.parametrize("k", range(SEEDS))
+def test_relink_from_kallsyms_equals_seed(boots, k, tmp_path):
+    b = boots[k]
+    a, s = tmp_path / "from-kallsyms.fgk", tmp_path / "from-seed.fgk"
+    r = run(FGK, "relink", VMLINUX, "--kallsyms", b["capture"], "-o", a)
+    assert r.returncode == 0, r.stderr
+    assert "layout rebuilt from" in r.stderr and "(no seed)" in r.stderr, r.stderr
+    print(r.stderr)
+    r2 = run(FGK, "relink", VMLINUX, "--seed", b["seed"], "--no-cache", "-o", s)
+    assert r2.returncode == 0, r2.stderr
+    if a.read_bytes() == s.read_bytes():
+        print(f"seed {b['seed'][:8]}..: byte-identical")
+        return
+    # not identical: only the sections the tool named may differ
+    g = guessed(r.stderr)
+    assert g, "files differ, but the tool claimed an exact layout"
+    sa, ss = sections(a), sections(s)
+    assert sa.keys() == ss.keys()
+    differ = {n for n in sa if sa[n] != ss[n]}
+    assert differ and differ <= g, f"sections differ beyond those named: {differ - g}"
+    # interchangeable indeed: at each other's place, the same size and bytes
+    for n in differ:
+        other = next(m for m in differ if ss[m][0] == sa[n][0])
+        assert sa[n][1] == ss[other][1]
+        assert section_bytes(a, n) == section_bytes(s, other)
+    assert run("nm", "-n", a).stdout == run("nm", "-n", s).stdout
+    addrs = moved_functions(s)
+    assert len(addrs) > 10000
+    arg = [f"{x:#x}" for x in addrs]
+    la = run("addr2line", "-f", "-i", "-e", a, *arg).stdout
+    ls = run("addr2line", "-f", "-i", "-e", s, *arg).stdout
+    assert la == ls
+    print(f"seed {b['seed'][:8]}..: {len(differ)} interchangeable sections swapped; "
+          f"symbols and addr2line of {len(addrs)} moved functions identical")
+
+
+def test_map_addr_layout_from_kallsyms(boots):
+    b = boots[0]
+    r = run(FGK, "map", VMLINUX, "--kallsyms", b["capture"])
+    assert r.returncode == 0, r.stderr
+    want = [l for l in b["capture"].read_text().splitlines() if "\t" not in l]
+    assert r.stdout.splitlines() == want
+    # offset: from the capture, equal to _text's
+    text = next(int(l.split()[0], 16) for l in want if l.endswith(" _text"))
+    link = int(re.search(r"^([0-9a-f]{16}) \S _text$", run("nm", VMLINUX).stdout,
+                         re.M).group(1), 16)
+    items = ["schedule", "do_sys_open", "sysrq_handle_crash", "panic+0x10",
+             f"{text:#x}"]
+    ra = run(FGK, "addr", VMLINUX, "--kallsyms", b["capture"], *items)
+    rs = run(FGK, "addr", VMLINUX, "--seed", b["seed"], "--offset", f"{text - link:#x}",
+             *items)
+    assert ra.returncode == 0 and rs.returncode == 0, ra.stderr + rs.stderr
+    assert ra.stdout == rs.stdout
+    la = run(FGK, "layout", VMLINUX, "--kallsyms", b["capture"])
+    ls = run(FGK, "layout", VMLINUX, "--seed", b["seed"])
+    g = guessed(la.stderr)
+    diff = [(x, y) for x, y in zip(la.stdout.splitlines(), ls.stdout.splitlines()) if x != y]
+    assert all(x.split("\t")[1] in g for x, _ in diff), diff[:3]
+    assert len(la.stdout.splitlines()) == len(ls.stdout.splitlines()) > 10000
+
+
+def check_refused(cmd, out, *want):
+    r = run(*cmd)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    for w in want:
+        assert w in lines[0], lines[0]
+    assert not out.exists()
+    return lines[0]
+
+
+def test_zero_capture_refused(boots, tmp_path):
+    """The real capture of a reader without the right to see addresses."""
+    zero = boots[0]["zero"]
+    lines = zero.read_text().splitlines()
+    assert lines and all(l.startswith("0000000000000000 ") for l in lines)
+    out = tmp_path / "out.fgk"
+    check_refused([FGK, "relink", VMLINUX, "--kallsyms", zero, "-o", out], out,
+                  str(zero), "every address is zero")
+
+
+@pytest.mark.parametrize("cut", ["line", "mid-line"])
+def test_truncated_capture_refused(boots, tmp_path, cut):
+    text = boots[0]["capture"].read_text()
+    half = text[:len(text) // 2]
+    half = half[:half.rindex("\n") + 1] if cut == "line" else half.rstrip("\n")[:-3]
+    bad = tmp_path / "kallsyms.cut"
+    bad.write_text(half)
+    out = tmp_path / "out.fgk"
+    line = check_refused([FGK, "relink", VMLINUX, "--kallsyms", bad, "-o", out], out,
+                         str(bad))
+    assert "truncated" in line
+
+
+def test_other_build_capture_refused(boots, tmp_path):
+    text = boots[0]["capture"].read_text()
+    out = tmp_path / "out.fgk"
+    # a symbol this vmlinux does not have
+    renamed = tmp_path / "kallsyms.renamed"
+    renamed.write_text(re.sub(r" ([tT]) sysrq_handle_crash$", r" \1 sysrq_handle_crash_v2",
+                              text, count=1, flags=re.M))
+    assert renamed.read_text() != text
+    check_refused([FGK, "relink", VMLINUX, "--kallsyms", renamed, "-o", out], out,
+                  str(renamed), "sysrq_handle_crash", "another build")
+    # an unshuffled symbol elsewhere than the base offset puts it
+    lines = text.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.endswith(" T _stext"))
+    a = int(lines[i].split()[0], 16) + 0x40
+    lines[i] = f"{a:016x} T _stext"
+    moved = tmp_path / "kallsyms.moved"
+    moved.write_text("\n".join(lines) + "\n")
+    check_refused([FGK, "relink", VMLINUX, "--kallsyms", moved, "-o", out], out,
+                  str(moved), "not a capture of")
+    # a shuffled function moved by 16 bytes: its section no longer packs
+    lines = text.splitlines()
+    i = next(i for i, l in enumerate(lines) if l.endswith(" T schedule"))
+    a = int(lines[i].split()[0], 16) + 0x10
+    lines[i] = f"{a:016x} T schedule"
+    shifted = tmp_path / "kallsyms.shifted"
+    shifted.write_text("\n".join(lines) + "\n")
+    check_refused([FGK, "relink", VMLINUX, "--kallsyms", shifted, "-o", out], out,
+                  str(shifted))
+
+
+def test_kallsyms_needs_output_and_excludes_seed(boots, tmp_path):
+    cap = boots[0]["capture"]
+    r = run(FGK, "relink", VMLINUX, "--kallsyms", cap)
+    assert r.returncode == 2 and "--kallsyms needs -o OUT" in r.stderr
+    r = run(FGK, "map", VMLINUX, "--kallsyms", cap, "--seed", boots[0]["seed"])
+    assert r.returncode == 2 and "not both" in r.stderr
