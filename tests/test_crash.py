@@ -440,6 +440,57 @@ def test_no_vmcoreinfo_fallback(crashed, tmp_path):
     p.unlink()
 
 
+def strip_seed(src, dst):
+    """A copy of the dump whose VMCOREINFO no longer says FGKASLR_SEED: the
+    line becomes an unknown key of the same length (the kdump file keeps
+    VMCOREINFO uncompressed, so it is found in either format).  Returns how
+    many lines were replaced."""
+    import mmap
+    shutil.copyfile(src, dst)
+    n = 0
+    with open(dst, "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+        for hit in re.finditer(rb"FGKASLR_SEED=([0-9a-f]{64}|disabled)\n", m):
+            m[hit.start():hit.start() + 12] = b"FGKASLR_GONE"
+            m[hit.start() + 13:hit.end() - 1] = b"x" * (hit.end() - 1 - hit.start() - 13)
+            n += 1
+    return n
+
+
+@pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
+def test_fgk_crash_without_seed_in_dump(crashed, dump, tmp_path):
+    """No FGKASLR_SEED in VMCOREINFO: fgk crash rebuilds the layout from
+    the kallsyms tables in the dump's memory, says so, and crash works as
+    with the seed; the relinked file equals the seed's relink (up to the
+    sections it names as interchangeable)."""
+    require_fg()
+    from test_kallsyms_layout import guessed, sections
+    bad = tmp_path / dump
+    assert strip_seed(crashed["dir"] / dump, bad) >= 1
+    info = run(FGK, "crash", "--info", bad)
+    assert info.returncode == 0 and "FGKASLR_SEED" not in info.stdout.replace(
+        "FGKASLR_SEED: (none)", ""), info.stdout
+    env = dict(fgk_env(crashed), TMPDIR=str(tmp_path))
+    cmds = ["bt"] + [f"sym {f}" for f in PANIC_FUNCS] + ["dis -l sysrq_handle_crash", "exit"]
+    (tmp_path / "cmds").write_text("\n".join(cmds) + "\n")
+    r = run(FGK, "crash", bad, VMLINUX, "-i", tmp_path / "cmds", env=env)
+    print(r.stderr)
+    assert r.returncode == 0, r.stderr + r.stdout[-2000:]
+    assert "no FGKASLR_SEED in VMCOREINFO; layout rebuilt from the kallsyms tables in its memory" \
+        in r.stderr
+    check_crash_output(crashed, r)
+    rel = list((tmp_path / f"fgk-crash-{os.geteuid()}").glob("*.kallsyms.vmlinux.fgk"))
+    assert len(rel) == 1, rel
+    want = tmp_path / "seed.fgk"
+    assert run(FGK, "relink", VMLINUX, "--seed", crashed["seed"], "--no-cache",
+               "-o", want).returncode == 0
+    sa, sw = sections(rel[0]), sections(want)
+    differ = {n for n in sa if sa[n] != sw[n]}
+    assert differ <= guessed(r.stderr), differ
+    if not differ:
+        assert rel[0].read_bytes() == want.read_bytes()
+    bad.unlink()
+
+
 def test_seed_capture(crashed, tmp_path):
     require_fg()
     d = crashed["dir"]

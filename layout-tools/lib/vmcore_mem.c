@@ -118,7 +118,7 @@ static void kdump_child(int fd, int out, const struct fgk__phys_range *r,
 
 		if (!buf)
 			_exit(2);
-		if (kdump_read(ctx, KDUMP_KPHYSADDR, r[k].addr, buf, &len) !=
+		if (kdump_read(ctx, KDUMP_MACHPHYSADDR, r[k].addr, buf, &len) !=
 			    KDUMP_OK || len != r[k].len) {
 			if (write_all(out, "E", 1) < 0)
 				_exit(3);
