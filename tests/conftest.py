@@ -37,6 +37,12 @@ sys.path.insert(0, str(REPO / "qemu-profiles"))
 
 import fgkrun  # noqa: E402
 
+# Debian's libdebuginfod-common sets DEBUGINFOD_URLS for login shells
+# (/etc/profile.d/debuginfod.sh, debuginfod.debian.net).  No test may reach
+# the network: clients get the URL of a test's own server explicitly
+# (tests/debuginfod_server.py), every other process none.
+os.environ["DEBUGINFOD_URLS"] = ""
+
 KERNEL_DIR = REPO / "build" / "kernel"
 BIN_DIR = REPO / "build" / "bin"
 
