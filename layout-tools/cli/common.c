@@ -264,7 +264,7 @@ int cli_target_layout(struct cli_target *t, struct fgk_layout **l)
 		t->kallsyms, (unsigned long long)o.offset, o.by_symbol,
 		o.by_elimination);
 	if (o.guessed)
-		fprintf(stderr, "; %zu of those are interchangeable (same size and alignment: kallsyms cannot order them, placed in section order): %s",
+		fprintf(stderr, "; %zu sections are interchangeable (same size and alignment, kallsyms cannot tell them apart; placed in section order): %s",
 			o.guessed, o.guessed_names);
 	fputc('\n', stderr);
 	fgk_kallsyms_origin_clear(&o);

@@ -381,7 +381,7 @@ static int layout_from_dump(struct crash_run *c)
 		fprintf(stderr, "fgk crash: %s: no FGKASLR_SEED in VMCOREINFO; layout rebuilt from the kallsyms tables in its memory: %zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
 			c->dump, o.by_symbol, o.by_elimination);
 		if (o.guessed)
-			fprintf(stderr, "; %zu interchangeable (same size and alignment, no symbol: their order is a guess): %s",
+			fprintf(stderr, "; %zu sections are interchangeable (same size and alignment, kallsyms cannot tell them apart; placed in section order): %s",
 				o.guessed, o.guessed_names);
 		fputc('\n', stderr);
 	}

@@ -27,8 +27,9 @@ import inputs as I  # noqa: E402
 
 # relative share of the time; slow harnesses (whole-ELF) get more
 WEIGHTS = {"fuzz_elf": 3, "fuzz_relink": 3, "fuzz_kallsyms": 2, "fuzz_vmcore": 2,
+           "fuzz_kallsyms_capture": 2,
            "fuzz_oops": 2, "fuzz_seed": 1, "fuzz_vmcoreinfo": 1}
-NEEDS_VMLINUX = {"fuzz_kallsyms", "fuzz_oops"}
+NEEDS_VMLINUX = {"fuzz_kallsyms", "fuzz_oops", "fuzz_kallsyms_capture"}
 ELF_FIXTURES = ["fixture.elf", "fixture-rel.elf", "nokallsyms.elf", "relocs.elf",
                 "notext.elf", "overlap.elf", "short.elf", "nofit.elf",
                 "stripped.elf", "truncated.elf"]
@@ -52,6 +53,17 @@ def seeds(name, fix):
             e = I.Elf64((fix / f).read_bytes())
             h = e.shdr(e.find(".rodata"))
             out[f + ".rodata"] = e.bytes()[h["offset"]:h["offset"] + h["size"]]
+    elif name == "fuzz_kallsyms_capture":
+        # root's /proc/kallsyms of the fixture booted with two seeds, as
+        # the fgk map of this tree prints it (fgk map == the kernel's own)
+        fgk = Path(__file__).resolve().parents[2] / "build" / "bin" / "fgk"
+        for k, seed in enumerate(("11" * 32, "5a" * 32)):
+            r = subprocess.run([str(fgk), "map", str(fix / "fixture.elf"), "--seed", seed,
+                                "--offset", "0x1c000000"], capture_output=True)
+            if r.returncode == 0:
+                out[f"capture{k}"] = r.stdout
+        out["zero"] = b"0000000000000000 T _text\n0000000000000000 t fn_tiny\n"
+        out["module"] = b"ffffffffc0001000 t mod_fn\t[mod]\n"
     elif name == "fuzz_seed":
         s = bytes(range(32)).hex()
         out.update({

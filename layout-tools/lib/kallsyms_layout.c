@@ -584,6 +584,74 @@ static struct fgk_error *match_pass(struct match *m, bool *progress)
 	return NULL;
 }
 
+/*
+ * Group g is still unresolved after the passes: several sections, each
+ * with one symbol of that name, all of the same size and alignment and the
+ * symbol at the same offset.  Any assignment gives the same kallsyms, so
+ * kallsyms cannot tell them apart: place them in link order at the
+ * remaining addresses in increasing order, and name them in *names.
+ * Anything less symmetric is an error.
+ */
+static struct fgk_error *guess_symmetric(struct match *m, size_t g,
+					 char **names, size_t *len,
+					 size_t *nguess)
+{
+	uint32_t first = UINT32_MAX;
+	size_t nr = 0, j = m->gc[g];
+	const struct fgk_section *e0 = NULL;
+
+	for (size_t v = m->gv[g]; v < m->gv[g + 1]; v++) {
+		uint32_t i = m->vi[v];
+		const struct fgk_section *e;
+		uint64_t a;
+
+		if (expected(m, i, &a))
+			continue;
+		e = &m->l->secs[m->sec[i]];
+		if (first == UINT32_MAX) {
+			first = i;
+			e0 = e;
+		} else if (e == e0 || e->size != e0->size || e->align != e0->align ||
+			   m->ks->syms[i].addr - e->addr !=
+			   m->ks->syms[first].addr - e0->addr) {
+			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+					     "cannot tell apart the symbols called %s (sections %s and %s): use the seed",
+					     m->ks->syms[i].name, e0->name, e->name);
+		}
+		nr++;
+	}
+	for (size_t v = m->gv[g]; v < m->gv[g + 1]; v++) {
+		uint32_t i = m->vi[v];
+		struct fgk_error *err;
+		uint64_t a;
+		size_t need;
+		char *nn;
+
+		if (expected(m, i, &a))
+			continue;
+		while (j < m->gc[g + 1] && m->c[j].used)
+			j++;
+		if (j == m->gc[g + 1])
+			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+					     "too few addresses for the symbols called %s",
+					     m->ks->syms[i].name);
+		m->c[j].used = true;
+		err = place(m, i, m->c[j].addr);
+		if (err)
+			return err;
+		need = *len + strlen(m->l->secs[m->sec[i]].name) + 3;
+		nn = realloc(*names, need + 1);
+		if (!nn)
+			return &fgk_enomem;
+		*names = nn;
+		*len += (size_t)sprintf(nn + *len, "%s%s", *len ? ", " : "",
+					m->l->secs[m->sec[i]].name);
+		(*nguess)++;
+	}
+	(void)nr;
+	return NULL;
+}
+
 static struct fgk_error *group(struct match *m, size_t nc)
 {
 	size_t n = m->ks->n, v = 0, j = 0, g = 0;
@@ -681,8 +749,8 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 			   .vmpath = vm->path };
 	struct fgk_kallsyms *ks = NULL;
 	struct fgk_error *err;
-	char *copy = NULL;
-	size_t nc = 0;
+	char *copy = NULL, *gnames = NULL;
+	size_t nc = 0, glen = 0, nguess = 0;
 	bool progress;
 
 	*ret = NULL;
@@ -737,24 +805,41 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 		err = base_offset(&m);
 	if (err)
 		goto out;
-	do {
-		progress = false;
-		err = match_pass(&m, &progress);
+	for (;;) {
+		size_t g;
+
+		do {
+			progress = false;
+			err = match_pass(&m, &progress);
+			if (err)
+				goto out;
+		} while (progress);
+		for (g = 0; g < m.ngroups && m.done[g]; g++)
+			;
+		if (g == m.ngroups)
+			break;
+		err = guess_symmetric(&m, g, &gnames, &glen, &nguess);
 		if (err)
 			goto out;
-	} while (progress);
-	for (size_t g = 0; g < m.ngroups; g++) {
-		if (m.done[g])
-			continue;
-		err = fgk_error_new(FGK_ERR_KALLSYMS, m.path,
-				    "cannot tell apart the %zu symbols called %s: their sections are interchangeable in kallsyms; use the seed",
-				    m.gv[g + 1] - m.gv[g],
-				    ks->syms[m.vi[m.gv[g]]].name);
-		goto out;
 	}
 	err = settle(m.l, m.newa, m.path, vm->path, origin);
 	if (err)
 		goto out;
+	if (nguess) {	/* the same-named twins first, then settle()'s */
+		size_t need = glen + 3 + (origin->guessed_names ?
+					  strlen(origin->guessed_names) : 0);
+		char *all = malloc(need + 1);
+
+		if (!all) {
+			err = &fgk_enomem;
+			goto out;
+		}
+		sprintf(all, "%s%s%s", gnames, origin->guessed_names ? ", " : "",
+			origin->guessed_names ? origin->guessed_names : "");
+		free(origin->guessed_names);
+		origin->guessed_names = all;
+		origin->guessed += nguess;
+	}
 	origin->offset = m.offset;
 	*ret = m.l;
 	m.l = NULL;
@@ -771,6 +856,7 @@ out:
 	free(m.gv);
 	free(m.gc);
 	free(m.done);
+	free(gnames);
 	return err;
 }
 
