@@ -35,6 +35,7 @@ import subprocess
 import pytest
 
 from conftest import KERNEL_DIR, REPO
+from debuginfod_server import debuginfod_factory, kernel_debuginfod  # noqa: F401
 from test_crash import (CRASH, DRGN, FGK, VMLINUX, require_fg, require_tools, run)
 from test_modules import MODULES, addr2line_one, elf_sections, fgk_chain, module_ko, same_chain
 
@@ -219,7 +220,10 @@ def test_crash_through_module(modcrash, tmp_path):
     assert r.returncode == 0, r.stderr + r.stdout[-3000:]
     m = re.search(r"module symbols: (\d+) modules? under \S*/modules \((\d+) relinked", r.stderr)
     assert m and int(m.group(2)) >= 1, r.stderr
-    out = r.stdout
+    check_module_crash(c, r.stdout)
+
+
+def check_module_crash(c, out):
     # crash took the .ko fgk made (named after the module)
     assert re.search(r"^[0-9a-f]{16}  fgk_test  [0-9a-f]{16} +\d+  \S+/fgk_test\.ko", out, re.M), \
         out[-3000:]
@@ -260,6 +264,35 @@ def test_crash_through_module(modcrash, tmp_path):
     assert same_place(m.group(1, 2), ref[c["ksyms"]["fgk_test_oops"]])
     print(f"crash: bt -l {names}, sym and dis -l at the kallsyms addresses with the lines of "
           f"gdb on the original .ko placed at the captured sections: {sorted(set(ref.values()))}")
+
+
+def test_crash_modules_by_debuginfod(modcrash, kernel_debuginfod, tmp_path):
+    """No VMLINUX, no module directory, no build tree: fgk crash fetches the
+    vmlinux by the dump's build-id and fgk_test.ko by the build-id of its
+    notes in the dump's memory, says so, relinks the module in the dump's
+    order, and crash's bt/sym/dis -l through the module are as with the
+    local files."""
+    if not CRASH:
+        pytest.skip("crash not installed: run 'make deps'")
+    c = modcrash
+    (tmp_path / "bin").mkdir()
+    fgk = tmp_path / "bin" / "fgk"
+    shutil.copy2(FGK, fgk)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "cmds").write_text("\n".join(CRASH_CMDS) + "\n")
+    e = dict(kernel_debuginfod.env(tmp_path / "dcache"), FGK_CACHE_DIR=str(c["cache"]),
+             TMPDIR=str(tmp_path))
+    r = run(fgk, "crash", c["dir"] / "vmcore.kdump", "-i", "cmds", cwd=work, env=e,
+            stdin=subprocess.DEVNULL)
+    print(r.stderr)
+    assert r.returncode == 0, r.stderr + r.stdout[-3000:]
+    bid = subprocess.run(["readelf", "-n", str(c["ko"])], capture_output=True, text=True,
+                         check=True).stdout
+    bid = re.search(r"Build ID: ([0-9a-f]+)", bid).group(1)
+    assert f"fetched module fgk_test (build-id {bid}) from {kernel_debuginfod.url}" in r.stderr
+    assert re.search(r"module symbols: 1 module fetched \(1 relinked", r.stderr), r.stderr
+    check_module_crash(c, r.stdout)
 
 
 DRGN_MOD_SCRIPT = r"""

@@ -129,7 +129,7 @@ struct crash_run {
 	char *default_mod_dir;		/* VMLINUX's directory + /modules */
 	char *mod_tmp;			/* private: links to the .ko files, crash's input */
 	char *mod_input;		/* "mod -S" + the -i FILE */
-	size_t nmodules, nrelinked;
+	size_t nmodules, nrelinked, nfetched;
 };
 
 /* The command line; -1 to go on, else the exit status. */
@@ -510,6 +510,8 @@ static int relink_target(struct crash_run *c)
 struct mod_collect {
 	struct crash_run *c;
 	bool link;		/* make the links (else only check and count) */
+	char **names;		/* the modules collected so far */
+	size_t nnames;
 };
 
 /* An errno error about path, for the fgk_module_each callback. */
@@ -554,6 +556,18 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 	if (err)
 		goto out;
 	c->nmodules++;
+	{
+		char **nn = realloc(mc->names, (mc->nnames + 1) * sizeof(*nn));
+
+		if (!nn || !(nn[mc->nnames] = strdup(name))) {
+			if (nn)
+				mc->names = nn;
+			err = &fgk_enomem;
+			goto out;
+		}
+		mc->names = nn;
+		mc->nnames++;
+	}
 	if (!mc->link)
 		goto out;
 	if (asprintf(&link, "%s/modules/%s.ko", c->mod_tmp, name) < 0) {
@@ -607,6 +621,67 @@ static int append_file(FILE *out, const char *path)
  * -n, a private directory gets links NAME.ko -> the module and crash's
  * input: "mod -S" on that directory, then the user's -i FILE.
  */
+/*
+ * The modules loaded in the dump that no directory had: fetched by the
+ * build-id of their notes in the dump's memory through debuginfod, then
+ * collected like the others.  A module that cannot be fetched is said and
+ * skipped (crash runs without its symbols); listing the dump's modules
+ * failing is said once.
+ */
+static struct fgk_error *fetch_modules(struct crash_run *c, struct mod_collect *mc)
+{
+	struct fgk_vmcore_module *mods;
+	struct fgk_error *err;
+	char buf[1024];
+	size_t n;
+
+	err = fgk_vmcore_modules(c->t.vm, c->dump, &c->vi, &mods, &n);
+	if (err) {
+		if (!c->quiet)
+			fprintf(stderr, "fgk crash: cannot list the dump's modules to fetch them: %s\n",
+				fgk_error_string(err, buf, sizeof(buf)));
+		fgk_error_free(err);
+		return NULL;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		struct fgk_fetch f = { 0 };
+		struct fgk_module *m;
+		bool have = false;
+
+		for (size_t k = 0; k < mc->nnames && !have; k++)
+			have = fgk_module_name_eq(mc->names[k], strlen(mc->names[k]),
+						  mods[i].name, strlen(mods[i].name));
+		if (have)
+			continue;
+		if (!mods[i].build_id) {
+			if (!c->quiet)
+				fprintf(stderr, "fgk crash: module %s: no build-id in the dump, not fetched\n",
+					mods[i].name);
+			continue;
+		}
+		err = fgk_module_fetch(mods[i].build_id, mods[i].name, &f, &m);
+		if (err) {
+			if (!c->quiet)
+				fprintf(stderr, "fgk crash: %s; its symbols are not loaded\n",
+					fgk_error_string(err, buf, sizeof(buf)));
+			fgk_error_free(err);
+			err = NULL;
+			continue;
+		}
+		fgk_module_close(m);
+		if (!c->quiet)
+			fprintf(stderr, f.url ? "fgk crash: fetched module %s (build-id %s) from %s into %s\n"
+					      : "fgk crash: module %s (build-id %s) from the debuginfod cache%s: %s\n",
+				mods[i].name, mods[i].build_id, f.url ? f.url : "", f.path);
+		err = collect_module(f.path, mods[i].name, mc);
+		if (!err)
+			c->nfetched++;
+		fgk_fetch_clear(&f);
+	}
+	fgk_vmcore_modules_free(mods, n);
+	return err;
+}
+
 static int prepare_modules(struct crash_run *c)
 {
 	struct mod_collect mc = { .c = c, .link = !c->dry };
@@ -634,11 +709,13 @@ static int prepare_modules(struct crash_run *c)
 			return cli_fail(&fgk_enomem);
 		}
 		free(vd);
-		if (stat(c->default_mod_dir, &st) < 0 || !S_ISDIR(st.st_mode))
-			return 0;
-		def[0] = c->default_mod_dir;
-		dirs = def;
+		if (stat(c->default_mod_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+			def[0] = c->default_mod_dir;
+			dirs = def;
+		}
 	}
+	if (!dirs && !fgk_debuginfod_enabled())
+		return 0;
 	if (mc.link) {
 		base = private_tmp_dir();
 		if (!base)
@@ -665,15 +742,24 @@ static int prepare_modules(struct crash_run *c)
 			return rc;
 		}
 	}
-	err = fgk_module_each(dirs, collect_module, &mc);
+	err = dirs ? fgk_module_each(dirs, collect_module, &mc) : NULL;
+	if (!err && fgk_debuginfod_enabled())
+		err = fetch_modules(c, &mc);
+	for (size_t i = 0; i < mc.nnames; i++)
+		free(mc.names[i]);
+	free(mc.names);
 	if (err) {
 		free(sub);
 		return cli_fail(err);
 	}
-	if (!c->quiet)
-		fprintf(stderr, "fgk crash: module symbols: %zu module%s under %s%s",
+	if (!c->quiet && dirs)
+		fprintf(stderr, "fgk crash: module symbols: %zu module%s under %s%s%s",
 			c->nmodules, c->nmodules == 1 ? "" : "s", dirs[0],
-			dirs[1] ? " and more" : "");
+			dirs[1] ? " and more" : "",
+			c->nfetched ? " and fetched" : "");
+	else if (!c->quiet)
+		fprintf(stderr, "fgk crash: module symbols: %zu module%s fetched",
+			c->nmodules, c->nmodules == 1 ? "" : "s");
 	if (!c->quiet && mc.link)
 		fprintf(stderr, " (%zu relinked in the dump's order)", c->nrelinked);
 	if (!c->quiet)

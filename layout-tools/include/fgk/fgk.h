@@ -199,6 +199,21 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
  * KERNELOFFSET); info is fgk_vmcore_read() of dump_path.
  */
 struct fgk_vmcoreinfo;
+/*
+ * The modules loaded in a dumped kernel (lib/vmcore_modules.c): the
+ * `modules` list in the dump's memory, each module's name and the build-id
+ * of its notes (/sys/module/NAME/notes), build_id NULL when it has none.
+ * Offsets of struct module come from vm's DWARF; module memory is read
+ * through the dump's page tables.
+ */
+struct fgk_vmcore_module {
+	char name[57];		/* MODULE_NAME_LEN + 1 */
+	char *build_id;		/* lowercase hex, or NULL */
+};
+struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
+				     const struct fgk_vmcoreinfo *info,
+				     struct fgk_vmcore_module **ret, size_t *n);
+void fgk_vmcore_modules_free(struct fgk_vmcore_module *mods, size_t n);
 struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 					 const char *dump_path,
 					 const struct fgk_vmcoreinfo *info,

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The modules loaded in a dumped kernel and their build-ids, from the
+ * dump's memory: the `modules` list, each struct module's name and its
+ * notes_attrs (the /sys/module/NAME/notes/ files: bin_attributes whose
+ * private data is the module's note section in module memory), the
+ * NT_GNU_BUILD_ID note among them.  Structure offsets come from vmlinux's
+ * DWARF; virtual addresses outside the kernel image (module memory) are
+ * translated through the dump's page tables (init_top_pgt, 4 or 5 levels
+ * as NUMBER(pgtable_l5_enabled) says).
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "vmcore_mem.h"
+#include "vmlinux.h"
+
+#define START_KERNEL_MAP 0xffffffff80000000ull
+#define PTE_PRESENT 0x1ull
+#define PTE_PSE 0x80ull
+#define PTE_ADDR 0x000ffffffffff000ull
+#define MAX_MODULES 4096
+#define MODULE_NAME_LEN 56
+
+enum {
+	F_MODULE_LIST, F_MODULE_NAME, F_MODULE_NOTES, F_NOTES_NOTES,
+	F_NOTES_ATTRS, F_BIN_SIZE, F_BIN_PRIVATE, S_BIN_ATTR, NFIELDS
+};
+
+struct want {
+	const char *type, *member;	/* member NULL: the type's size */
+};
+
+static const struct want wanted[NFIELDS] = {
+	[F_MODULE_LIST] = { "module", "list" },
+	[F_MODULE_NAME] = { "module", "name" },
+	[F_MODULE_NOTES] = { "module", "notes_attrs" },
+	[F_NOTES_NOTES] = { "module_notes_attrs", "notes" },
+	[F_NOTES_ATTRS] = { "module_notes_attrs", "attrs" },
+	[F_BIN_SIZE] = { "bin_attribute", "size" },
+	[F_BIN_PRIVATE] = { "bin_attribute", "private" },
+	[S_BIN_ATTR] = { "bin_attribute", NULL },
+};
+
+struct ctx {
+	const char *dump, *vmpath;
+	uint64_t phys_base, offset, pgd;
+	bool l5;
+	int64_t f[NFIELDS];
+};
+
+/* Record the members of struct type die that are wanted. */
+static void struct_fields(Dwarf_Die *die, const char *name, struct ctx *c)
+{
+	Dwarf_Die m;
+	Dwarf_Word size;
+	Dwarf_Attribute a;
+
+	for (int k = 0; k < NFIELDS; k++) {
+		if (strcmp(wanted[k].type, name) || wanted[k].member)
+			continue;
+		if (dwarf_formudata(dwarf_attr(die, DW_AT_byte_size, &a), &size) == 0)
+			c->f[k] = (int64_t)size;
+	}
+	if (dwarf_child(die, &m) != 0)
+		return;
+	do {
+		const char *mn;
+		Dwarf_Word off;
+
+		if (dwarf_tag(&m) != DW_TAG_member || !(mn = dwarf_diename(&m)))
+			continue;
+		for (int k = 0; k < NFIELDS; k++) {
+			if (!wanted[k].member || strcmp(wanted[k].type, name) ||
+			    strcmp(wanted[k].member, mn))
+				continue;
+			if (dwarf_formudata(dwarf_attr(&m, DW_AT_data_member_location, &a),
+					    &off) == 0)
+				c->f[k] = (int64_t)off;
+		}
+	} while (dwarf_siblingof(&m, &m) == 0);
+}
+
+static bool all_found(const struct ctx *c)
+{
+	for (int k = 0; k < NFIELDS; k++)
+		if (c->f[k] < 0)
+			return false;
+	return true;
+}
+
+static struct fgk_error *find_fields(struct ctx *c)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize;
+	Dwarf *dw;
+	int fd;
+
+	for (int k = 0; k < NFIELDS; k++)
+		c->f[k] = -1;
+	fd = open(c->vmpath, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fgk_error_os(errno, c->vmpath, "open");
+	dw = dwarf_begin(fd, DWARF_C_READ);
+	if (!dw) {
+		close(fd);
+		return fgk_error_new(FGK_ERR_ELF, c->vmpath,
+				     "no DWARF: cannot find struct module to list the dump's modules");
+	}
+	while (!all_found(c) &&
+	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
+		Dwarf_Die cu, t;
+
+		if (dwarf_offdie(dw, off + hsize, &cu) && dwarf_child(&cu, &t) == 0) {
+			do {
+				const char *n;
+				Dwarf_Attribute a;
+
+				if (dwarf_tag(&t) != DW_TAG_structure_type ||
+				    dwarf_attr(&t, DW_AT_declaration, &a) ||
+				    !(n = dwarf_diename(&t)))
+					continue;
+				if (!strcmp(n, "module") || !strcmp(n, "module_notes_attrs") ||
+				    !strcmp(n, "bin_attribute"))
+					struct_fields(&t, n, c);
+			} while (dwarf_siblingof(&t, &t) == 0);
+		}
+		off = next;
+	}
+	dwarf_end(dw);
+	close(fd);
+	for (int k = 0; k < NFIELDS; k++)
+		if (c->f[k] < 0)
+			return fgk_error_new(FGK_ERR_ELF, c->vmpath,
+					     "no struct %s%s%s in its DWARF: cannot list the dump's modules",
+					     wanted[k].type, wanted[k].member ? " member " : "",
+					     wanted[k].member ? wanted[k].member : "");
+	return NULL;
+}
+
+static struct fgk_error *phys(struct ctx *c, uint64_t pa, void *buf, size_t len)
+{
+	struct fgk__phys_range r = { pa, len, buf };
+
+	return fgk__vmcore_read_phys(c->dump, &r, 1);
+}
+
+/* Kernel virtual -> physical: the image directly, the rest by page walk. */
+static struct fgk_error *v2p(struct ctx *c, uint64_t va, uint64_t *pa)
+{
+	static const int shifts5[] = { 48, 39, 30, 21, 12 };
+	const int *sh = c->l5 ? shifts5 : shifts5 + 1;
+	int levels = c->l5 ? 5 : 4;
+	uint64_t table = c->pgd;
+
+	/* the kernel image mapping: [__START_KERNEL_map, MODULES_VADDR) */
+	if (va >= START_KERNEL_MAP && va < START_KERNEL_MAP + (1ull << 30)) {
+		*pa = va - START_KERNEL_MAP + c->phys_base;
+		return NULL;
+	}
+	for (int l = 0; l < levels; l++) {
+		uint64_t e;
+		struct fgk_error *err = phys(c, table + ((va >> sh[l]) & 511) * 8, &e, 8);
+
+		if (err)
+			return err;
+		if (!(e & PTE_PRESENT))
+			return fgk_error_new(FGK_ERR_VMCORE, c->dump,
+					     "virtual address 0x%" PRIx64 " is not mapped in the dump's page tables",
+					     va);
+		if (l == levels - 1 || ((e & PTE_PSE) && l >= levels - 3)) {
+			uint64_t mask = (1ull << sh[l]) - 1;
+
+			*pa = ((e & PTE_ADDR) & ~mask) | (va & mask);
+			return NULL;
+		}
+		table = e & PTE_ADDR;
+	}
+	return NULL;
+}
+
+/* Read len bytes at kernel virtual address va, page by page. */
+static struct fgk_error *vread(struct ctx *c, uint64_t va, void *buf, size_t len)
+{
+	while (len) {
+		size_t n = 4096 - (va & 4095);
+		uint64_t pa = 0;
+		struct fgk_error *err;
+
+		if (n > len)
+			n = len;
+		err = v2p(c, va, &pa);
+		if (!err)
+			err = phys(c, pa, buf, n);
+		if (err)
+			return err;
+		va += n;
+		buf = (char *)buf + n;
+		len -= n;
+	}
+	return NULL;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static bool vmcoreinfo_number(const char *raw, const char *key, uint64_t *v,
+			      int base)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = raw; p && *p;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		char *end;
+
+		if (strncmp(p, key, klen) || p[klen] != '=')
+			continue;
+		*v = strtoull(p + klen + 1, &end, base);
+		return end != p + klen + 1 && (*end == '\n' || !*end);
+	}
+	return false;
+}
+
+/* The build-id in a module's notes (hex), or NULL. */
+static char *note_build_id(const uint8_t *p, size_t len)
+{
+	size_t off = 0;
+
+	while (len - off >= 12) {
+		uint32_t nsz = p[off] | p[off + 1] << 8 | p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
+		uint32_t dsz = p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 | (uint32_t)p[off + 7] << 24;
+		uint32_t type = p[off + 8] | p[off + 9] << 8 | p[off + 10] << 16 | (uint32_t)p[off + 11] << 24;
+		size_t name = off + 12, desc = name + ((nsz + 3) & ~3u);
+
+		if (nsz > len || dsz > len || desc > len || dsz > len - desc)
+			return NULL;
+		if (type == 3 && nsz == 4 && !memcmp(p + name, "GNU", 4) &&
+		    dsz >= 1 && dsz <= 64) {
+			char *hex = malloc(2 * dsz + 1);
+
+			if (!hex)
+				return NULL;
+			for (uint32_t i = 0; i < dsz; i++)
+				sprintf(hex + 2 * i, "%02x", p[desc + i]);
+			return hex;
+		}
+		off = desc + ((dsz + 3) & ~3u);
+	}
+	return NULL;
+}
+
+void fgk_vmcore_modules_free(struct fgk_vmcore_module *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(mods[i].build_id);
+	free(mods);
+}
+
+struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
+				     const struct fgk_vmcoreinfo *info,
+				     struct fgk_vmcore_module **ret, size_t *n)
+{
+	struct ctx c = { .dump = dump, .vmpath = vm->path };
+	struct fgk_vmcore_module *mods = NULL;
+	const struct vm_symbol *list;
+	struct fgk_error *err;
+	uint64_t pgt, l5 = 0, head, p;
+	uint8_t b8[8];
+	size_t cnt = 0;
+
+	*ret = NULL;
+	*n = 0;
+	if (!info->raw || !info->has_offset ||
+	    !vmcoreinfo_number(info->raw, "NUMBER(phys_base)", &c.phys_base, 10) ||
+	    !vmcoreinfo_number(info->raw, "SYMBOL(init_top_pgt)", &pgt, 16))
+		return fgk_error_new(FGK_ERR_VMCORE, dump,
+				     "its VMCOREINFO lacks KERNELOFFSET, NUMBER(phys_base) or SYMBOL(init_top_pgt): cannot list its modules");
+	vmcoreinfo_number(info->raw, "NUMBER(pgtable_l5_enabled)", &l5, 10);
+	c.l5 = l5 != 0;
+	c.offset = info->offset;
+	c.pgd = pgt - START_KERNEL_MAP + c.phys_base;
+	list = vm_find_symbol(vm, "modules");
+	if (!list)
+		return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+				     "no symbol 'modules': a kernel without CONFIG_MODULES?");
+	err = find_fields(&c);
+	if (err)
+		return err;
+	head = list->value + c.offset;
+	err = vread(&c, head, b8, 8);
+	for (p = le64(b8); !err && p != head; ) {
+		uint64_t mod = p - (uint64_t)c.f[F_MODULE_LIST], notes;
+		struct fgk_vmcore_module *nm, *e;
+		uint8_t buf[8];
+		uint32_t nnotes = 0;
+
+		if (cnt == MAX_MODULES) {
+			err = fgk_error_new(FGK_ERR_VMCORE, dump,
+					    "more than %d modules in its module list: corrupt dump",
+					    MAX_MODULES);
+			break;
+		}
+		nm = realloc(mods, (cnt + 1) * sizeof(*mods));
+		if (!nm) {
+			err = &fgk_enomem;
+			break;
+		}
+		mods = nm;
+		e = &mods[cnt++];
+		memset(e, 0, sizeof(*e));
+		err = vread(&c, mod + (uint64_t)c.f[F_MODULE_NAME], e->name,
+			    MODULE_NAME_LEN);
+		e->name[MODULE_NAME_LEN] = '\0';
+		if (!err)
+			err = vread(&c, mod + (uint64_t)c.f[F_MODULE_NOTES], buf, 8);
+		notes = err ? 0 : le64(buf);
+		if (!err && notes) {
+			uint8_t cb[4];
+
+			err = vread(&c, notes + (uint64_t)c.f[F_NOTES_NOTES], cb, 4);
+			nnotes = cb[0] | cb[1] << 8 | cb[2] << 16 | (uint32_t)cb[3] << 24;
+		}
+		for (uint32_t i = 0; !err && i < nnotes && i < 64 && !e->build_id; i++) {
+			uint64_t attr = notes + (uint64_t)c.f[F_NOTES_ATTRS] +
+					i * (uint64_t)c.f[S_BIN_ATTR];
+			uint8_t sb[8], pb[8], *data;
+			uint64_t size;
+
+			err = vread(&c, attr + (uint64_t)c.f[F_BIN_SIZE], sb, 8);
+			if (!err)
+				err = vread(&c, attr + (uint64_t)c.f[F_BIN_PRIVATE], pb, 8);
+			size = err ? 0 : le64(sb);
+			if (err || !size || size > 4096)
+				continue;
+			data = malloc(size);
+			if (!data) {
+				err = &fgk_enomem;
+				break;
+			}
+			err = vread(&c, le64(pb), data, size);
+			if (!err)
+				e->build_id = note_build_id(data, size);
+			free(data);
+		}
+		if (!err)
+			err = vread(&c, p, b8, 8);
+		p = le64(b8);
+	}
+	if (err) {
+		fgk_vmcore_modules_free(mods, cnt);
+		return err;
+	}
+	*ret = mods;
+	*n = cnt;
+	return NULL;
+}
