@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import tempfile
 import time
 
@@ -24,6 +25,7 @@ class State:
 
     def reset(self):
         self.vmlinux = None          # the vmlinux given or found
+        self.vmlinux_source = None   # how it was found when fetched (debuginfod)
         self.loaded = None           # the file passed to symbol-file
         self.relinked = None         # vmlinux.fgk, when shuffled
         self.seed = None
@@ -59,6 +61,7 @@ _MODULE_BP = None
 _elf_cache: dict = {}        # (path, mtime, size) -> libfgk.Vmlinux
 _ko_cache: dict = {}
 _relink_memo: dict = {}      # (vmlinux, mtime, size, seed) -> (vmlinux.fgk, layout)
+_ko_fetched: dict = {}       # module build-id -> (.ko path or None, message)
 
 
 def _clear_caches(_event=None):
@@ -71,6 +74,7 @@ def _clear_caches(_event=None):
 def _on_exited(_event=None):
     _clear_caches()
     _ko_cache.clear()
+    _ko_fetched.clear()
     STATE.modules.clear()
 
 
@@ -120,26 +124,31 @@ def read_guest(addr, size):
         return None
 
 
-def monitor_registers():
+def monitor_registers(otherwise="pass --offset"):
     try:
         text = gdb.execute("monitor info registers", to_string=True)
     except gdb.error as e:
         raise FgkError(f"'monitor info registers' failed ({e}): is gdb connected to "
-                       "QEMU's gdbstub? Otherwise pass --offset") from None
+                       f"QEMU's gdbstub? Otherwise {otherwise}") from None
     return core.parse_monitor_registers(text)
 
 
-def kernel_offset_from_guest(regs, divide_error):
+def idt_gate0_handler(regs, otherwise="pass --offset"):
+    """Runtime address of the handler of IDT gate 0 (asm_exc_divide_error)."""
     base, limit = regs["IDT"]
     if limit < 15:
         raise FgkError(f"the guest's IDT is empty (base {base:#x} limit {limit:#x})")
     gate = read_guest(base, 16)
     if gate is None:
-        raise FgkError(f"cannot read IDT gate 0 at {base:#x}: pass --offset")
+        raise FgkError(f"cannot read IDT gate 0 at {base:#x}: {otherwise}")
     if not core.gate_present(gate):
         raise FgkError("IDT gate 0 is not present: the kernel has not set up its IDT "
-                       "yet; attach later or pass --offset")
-    return core.kernel_offset_from_idt(core.decode_idt_gate(gate), divide_error.addr)
+                       f"yet; attach later or {otherwise}")
+    return core.decode_idt_gate(gate)
+
+
+def kernel_offset_from_guest(regs, divide_error):
+    return core.kernel_offset_from_idt(idt_gate0_handler(regs), divide_error.addr)
 
 
 def check_build_id(vm, offset, offset_given=False):
@@ -234,10 +243,31 @@ def add_source_dir(vmlinux):
     return None
 
 
+def kernel_tree_from_dwarf():
+    """The kernel tree the loaded symbols were built in (the source file of
+    start_kernel without its relative name), when it exists here: where
+    the scripts of a vmlinux fetched from debuginfod are."""
+    try:
+        sym = gdb.lookup_global_symbol("start_kernel")
+        rel, full = sym.symtab.filename, sym.symtab.fullname()
+    except (gdb.error, AttributeError):
+        return None
+    if not rel or os.path.isabs(rel) or not full.endswith("/" + rel):
+        return None
+    root = full[:-len(rel) - 1]
+    return root if os.path.isdir(root) else None
+
+
 def kernel_script_candidates(vmlinux):
+    """Next to the vmlinux, then (looked up only if needed) in the kernel
+    tree of its DWARF."""
     d = os.path.dirname(os.path.abspath(vmlinux))
-    return [os.path.join(d, KERNEL_SCRIPT), os.path.join(d, "build", KERNEL_SCRIPT),
-            os.path.join(d, "build", "scripts", "gdb", KERNEL_SCRIPT)]
+    yield from (os.path.join(d, KERNEL_SCRIPT), os.path.join(d, "build", KERNEL_SCRIPT),
+                os.path.join(d, "build", "scripts", "gdb", KERNEL_SCRIPT))
+    tree = kernel_tree_from_dwarf()
+    if tree:
+        yield from (os.path.join(tree, KERNEL_SCRIPT),
+                    os.path.join(tree, "scripts", "gdb", KERNEL_SCRIPT))
 
 
 def _have_lx_commands():
@@ -302,13 +332,65 @@ def module_sections(mod):
     return secs
 
 
+def module_build_id(mod):
+    """The build-id of a loaded module, from its notes in guest memory
+    (mod->notes_attrs: one bin_attribute per SHT_NOTE section, .private the
+    note data, .size its size; /sys/module/M/notes), or None."""
+    try:
+        na = mod["notes_attrs"]
+        if int(na) == 0:
+            return None
+        for i in range(min(int(na["notes"]), 64)):
+            attr = na["attrs"][i]
+            size = int(attr["size"])
+            if not 0 < size <= 4096:
+                continue
+            bid = core.build_id_from_notes(read_guest(int(attr["private"]), size))
+            if bid:
+                return bid
+    except gdb.error:           # no notes_attrs (CONFIG_SYSFS or CONFIG_KALLSYMS off)
+        return None
+    return None
+
+
+def fetch_ko(mod, name):
+    """(.ko path or None, message): the module's .ko fetched by its build-id
+    from debuginfod ($DEBUGINFOD_URLS), once per build-id and gdb session."""
+    lib = core.need_libfgk()
+    if not lib.debuginfod_enabled():
+        return None, None
+    bid = module_build_id(mod)
+    if bid is None:
+        return None, "its build-id is not readable in guest memory (mod->notes_attrs)"
+    hit = _ko_fetched.get(bid)
+    if hit is not None:
+        return hit
+    try:
+        path, url = lib.fetch_module(bid, name)
+    except FgkError as e:
+        hit = (None, str(e))
+    else:
+        hit = (path, f"build-id {bid} fetched from {url} into {path}" if url else
+               f"build-id {bid} from the debuginfod cache: {path}")
+    _ko_fetched[bid] = hit
+    return hit
+
+
 def load_module(mod, vmlinux, quiet=False):
     name = mod["name"].string()
     secs = module_sections(mod)
-    ko = find_ko(vmlinux, name)
+    ko, msg = find_ko(vmlinux, name), None
+    if ko is None:
+        ko, msg = fetch_ko(mod, name)
+        if msg and not quiet:
+            if ko is None:
+                say(f"module {name}: no {name}.ko under "
+                    f"{', '.join(module_roots(vmlinux))} (set FGK_MODULE_PATH); {msg}")
+            else:
+                say(f"module {name}: {msg}")
     if ko is None:
         STATE.modules[name] = (None, len(secs))
-        if not quiet:
+        if not quiet and not msg:
             say(f"module {name}: no {name}.ko under {', '.join(module_roots(vmlinux))} "
                 "(set FGK_MODULE_PATH)")
         return False
@@ -383,6 +465,158 @@ def arm_module_breakpoint():
 
 
 # --------------------------------------------------------------------------
+# no vmlinux: the guest's build-id, and the vmlinux from debuginfod
+
+MEMSAVE_CHUNK = 16 << 20
+GDBSTUB_CHUNK = 1 << 20
+
+
+class GuestMemory:
+    """Reads long ranges of guest memory for the build-id scan.
+
+    Through the gdbstub a read costs one round trip per 2 KiB (QEMU's
+    PacketSize is 4096 hex digits), and with QEMU 7.2 a round trip takes
+    about 40 ms: some 20 s per MiB.  So QEMU's `monitor memsave ADDR SIZE
+    "FILE"` is tried first: QEMU itself writes the guest's virtual memory
+    to FILE, in a private temporary directory of this user (0700), which
+    works when QEMU runs on this machine as this user; the file is read and
+    removed at once.  Otherwise (another host, not QEMU) the gdbstub, in
+    GDBSTUB_CHUNK reads.  read() returns the readable prefix of a range."""
+
+    def __init__(self):
+        self.method = None          # "memsave" or "gdbstub", once known
+        self._dir = None
+
+    def close(self):
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def detect(self, addr):
+        """Which way to read (one small memsave at addr); the chunk size
+        for it."""
+        if self.method is None:
+            self.method = "memsave" if self._memsave(addr, 16) is not None else "gdbstub"
+            if self.method == "gdbstub":
+                say("QEMU's 'monitor memsave' is not usable here: reading guest memory "
+                    "through the gdbstub instead, which is slow (about 20 s per MiB); "
+                    "'fgk attach --build-id HEX' skips this")
+        return MEMSAVE_CHUNK if self.method == "memsave" else GDBSTUB_CHUNK
+
+    def read(self, addr, size):
+        if self.method != "gdbstub":
+            data = self._memsave(addr, size)
+            if data is not None:
+                return data
+        return self._gdbstub(addr, size)
+
+    def _memsave(self, addr, size):
+        try:
+            if self._dir is None:
+                self._dir = tempfile.mkdtemp(prefix="fgk-gdb-mem-")
+            path = os.path.join(self._dir, "mem")
+            if os.path.lexists(path):
+                os.unlink(path)
+            qpath = path.replace("\\", "\\\\").replace('"', '\\"')
+            gdb.execute(f'monitor memsave {addr:#x} {size} "{qpath}"', to_string=True)
+            with open(path, "rb") as f:     # the readable prefix (QEMU stops there)
+                data = f.read(size)
+            os.unlink(path)
+            return data
+        except (gdb.error, OSError):
+            return None
+
+    def _gdbstub(self, addr, size):
+        try:
+            return bytes(gdb.selected_inferior().read_memory(addr, size))
+        except gdb.MemoryError:
+            pass
+        out = []                            # the readable pages up to the first hole
+        page = core.PAGE - addr % core.PAGE
+        while size > 0:
+            n = min(page, size)
+            part = read_guest(addr, n)
+            if part is None:
+                break
+            out.append(part)
+            addr, size, page = addr + n, size - n, core.PAGE
+        return b"".join(out)
+
+
+def guest_build_id(regs):
+    """(build-id, where, how it was found) of the running kernel, from its
+    NT_GNU_BUILD_ID note in guest memory: scanned forward from the handler
+    of IDT gate 0 (asm_exc_divide_error, in the main .text, which .notes
+    follows in .rodata), skipping the notes of the vDSO images the kernel
+    carries.  The vmlinux fetched for it is then checked like any other
+    (its .notes at link address + offset), so a wrong match is refused."""
+    otherwise = "pass --vmlinux PATH or --build-id HEX"
+    handler = idt_gate0_handler(regs, otherwise)
+    mem = GuestMemory()
+    t = time.monotonic()
+    try:
+        chunk = mem.detect(handler)
+        res = core.scan_build_id(mem.read, handler, core.SCAN_LIMIT, chunk)
+    finally:
+        mem.close()
+    dt = time.monotonic() - t
+    skipped = (f"; skipped {len(res.skipped)} note(s) inside embedded ELF images (vDSO)"
+               if res.skipped else "")
+    if res.note is None:
+        raise FgkError(f"no kernel build-id note in guest memory: scanned {res.scanned >> 10} "
+                       f"KiB from IDT gate 0 ({handler:#x}) to {res.stop:#x}{skipped}; "
+                       f"{otherwise}")
+    where = f"build-id read from guest memory at {res.note.addr:#x}"
+    how = (f"{(res.note.addr - handler) / (1 << 20):.1f} MiB after the IDT gate 0 handler; "
+           f"{res.scanned >> 10} KiB read through {mem.method} in {dt:.2f} s{skipped}")
+    return res.note.build_id, where, how
+
+
+def fetch_vmlinux(st, build_id, where):
+    """Path of the vmlinux of build_id from debuginfod (or its cache)."""
+    lib = core.need_libfgk()
+    t = time.monotonic()
+    try:
+        path, url = lib.fetch_vmlinux(build_id)
+    except FgkError as e:
+        raise FgkError(f"{e} ({where}); pass --vmlinux PATH") from None
+    st.timings["fetch"] = time.monotonic() - t
+    if url:
+        st.vmlinux_source = f"fetched from {url}"
+        say(f"vmlinux build-id {build_id} fetched from {url} into {path} "
+            f"({st.timings['fetch']:.2f} s)")
+    else:
+        st.vmlinux_source = "from the debuginfod cache"
+        say(f"vmlinux build-id {build_id} from the debuginfod cache: {path}")
+    return path
+
+
+def _vmlinux_from_debuginfod(st, build_id):
+    """No vmlinux given or loaded: the guest's, by build-id (--build-id, or
+    read from guest memory), from the servers of $DEBUGINFOD_URLS."""
+    lib = core.need_libfgk()
+    if not lib.debuginfod_enabled():
+        if build_id:
+            raise FgkError(f"no vmlinux with build-id {build_id} here: pass --vmlinux PATH, "
+                           "or set DEBUGINFOD_URLS to fetch it from a debuginfod server")
+        raise FgkError("no vmlinux: pass --vmlinux PATH or load it first with 'file "
+                       "PATH/vmlinux', or set DEBUGINFOD_URLS to fetch the guest's by its "
+                       "build-id from a debuginfod server")
+    if build_id:
+        return fetch_vmlinux(st, build_id, "build-id given by --build-id")
+    regs = monitor_registers("pass --vmlinux PATH or --build-id HEX")
+    if regs["IDT"][0] < core.KERNEL_HALF:
+        raise FgkError("no vmlinux, and the guest has not started the kernel yet (no "
+                       "kernel IDT), so its build-id cannot be read from its memory: pass "
+                       "--vmlinux PATH or --build-id HEX")
+    t = time.monotonic()
+    build_id, where, how = guest_build_id(regs)
+    st.timings["build-id scan"] = time.monotonic() - t
+    say(f"{where}: {build_id} ({how})")
+    return fetch_vmlinux(st, build_id, where)
+
+
+# --------------------------------------------------------------------------
 # attach
 
 def relink(vm, seed):
@@ -433,6 +667,7 @@ def _attach_args(argv):
     g.add_argument("--seed")
     g.add_argument("--seed-file")
     p.add_argument("--offset")
+    p.add_argument("--build-id")
     p.add_argument("--no-modules", action="store_true")
     return p.parse_args(argv)
 
@@ -556,14 +791,23 @@ def attach(argv):
     if a.offset is not None:
         offset, offset_source = core.parse_offset(a.offset), "--offset"
 
+    build_id = core.parse_build_id(a.build_id) if a.build_id is not None else None
+
     check_connected()
-    vmlinux = _vmlinux_path(a.vmlinux)
+    st = State()
+    if a.vmlinux or current_vmlinux():
+        vmlinux = _vmlinux_path(a.vmlinux)
+    else:                               # none: by build-id from debuginfod
+        vmlinux = _vmlinux_from_debuginfod(st, build_id)
     vm = elf(vmlinux)                   # opened once: everything below uses vm
+    if build_id and vm.build_id != build_id:
+        raise FgkError(f"{vmlinux} has build-id {vm.build_id or '(none)'}, not {build_id} "
+                       "(--build-id): pass the vmlinux of that build-id, or omit --vmlinux "
+                       "and 'file' to fetch it")
     fg = vm.kind != "plain"
     syms = vm.symbols(["asm_exc_divide_error", "linux_banner", "fgkaslr_boot_info"])
     if a.seed_file:                     # the record's build-id against this vmlinux
         core.seed_from_args(None, a.seed_file, vm.build_id)
-    st = State()
     st.vmlinux = vmlinux
     st.seed_source, st.offset_source = seed_source, offset_source
 
@@ -629,8 +873,8 @@ See docs/fgk-gdb.md in the fgk repository."""
 class FgkAttach(gdb.Command):
     """Load the symbols of the FG-KASLR kernel running in the connected guest.
 
-Usage: fgk attach [--vmlinux PATH] [--seed SEED | --seed-file RECORD]
-                  [--offset BASE] [--no-modules]
+Usage: fgk attach [--vmlinux PATH] [--build-id HEX]
+                  [--seed SEED | --seed-file RECORD] [--offset BASE] [--no-modules]
 
 With the guest stopped (target remote to QEMU's gdbstub):
  1. the base KASLR offset comes from IDT gate 0 (its handler minus
@@ -644,7 +888,11 @@ With the guest stopped (target remote to QEMU's gdbstub):
     shuffled functions) and loaded with 'symbol-file -o OFFSET';
  4. every loaded module's .ko is loaded with all its section addresses, and
     a breakpoint on do_init_module loads modules inserted later.
-The vmlinux is --vmlinux or the file gdb has loaded.  Before the kernel has
+The vmlinux is --vmlinux or the file gdb has loaded.  With neither, it is
+fetched from the debuginfod servers of $DEBUGINFOD_URLS by the guest's
+build-id: --build-id HEX, else the kernel's build-id note found in guest
+memory after the IDT gate 0 handler; a module's .ko that is not found
+locally is fetched by the build-id of its notes too.  Before the kernel has
 started (QEMU -S, nokaslr fgkaslr_seed=S) use --offset 0 --seed S: nothing is
 verified then, and hbreak works on shuffled functions from the first
 instruction.  A vmlinux without .text.* sections is loaded at the offset."""
@@ -673,7 +921,8 @@ each came from, the number of shuffled sections and of modules loaded."""
             return
         off = f"{s.offset:#x}" if s.offset is not None else "-"
         lines = [
-            ("vmlinux", s.vmlinux),
+            ("vmlinux", s.vmlinux + (f" ({s.vmlinux_source})" if s.vmlinux_source
+                                     else "")),
             ("loaded", s.loaded or "-"),
             ("relinked", s.relinked or "- (layout is link order)"),
             ("seed", f"{s.seed} (from {s.seed_source})" if s.seed else "-"),

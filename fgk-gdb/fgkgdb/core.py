@@ -9,7 +9,10 @@ This module never imports gdb, so it can be unit-tested with pytest
     --seed-file, --offset), through libfgk's parsers;
   * the decoder of the kernel's ``struct fgkaslr_boot_info``;
   * the code-match verification of a seed;
-  * the ``add-symbol-file`` arguments for a module.
+  * the ``add-symbol-file`` arguments for a module;
+  * the search of guest memory for the kernel's build-id note (no vmlinux
+    at hand: the build-id names the one to fetch from debuginfod) and the
+    decoding of a module's notes.
 
 ELF files, seeds, seed records and the layout are libfgk's: this package
 calls them through the ``libfgk`` binding (``<repo>/python``), never parses
@@ -313,3 +316,187 @@ def quote(s: str) -> str:
     if re.fullmatch(r"[A-Za-z0-9_./+:@%-]+", s):
         return s
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# --------------------------------------------------------------------------
+# build-id notes (ELF gABI note format; NT_GNU_BUILD_ID of GNU ld --build-id)
+
+NT_GNU_BUILD_ID = 3
+BUILD_ID_MIN, BUILD_ID_MAX = 8, 64          # descriptor sizes accepted
+NOTE_HEADER = 12                            # namesz, descsz, type (u32 each)
+_GNU_TAIL = struct.pack("<I", NT_GNU_BUILD_ID) + b"GNU\0"    # type + name
+PAGE = 0x1000
+EMBEDDED_LOOKBACK = 0x10000                 # how far back an ELF header is looked for
+SCAN_LIMIT = 64 << 20                       # bytes scanned from the start at most
+
+
+def _align4(n: int) -> int:
+    return (n + 3) & ~3
+
+
+def build_id_from_notes(data: bytes | None) -> str | None:
+    """The NT_GNU_BUILD_ID descriptor (lowercase hex) of the first GNU
+    build-id note in `data`, a run of ELF notes (a module's
+    /sys/module/M/notes/.note.gnu.build-id, a .notes section); None if
+    there is none or the notes are malformed before it."""
+    if not data:
+        return None
+    i = 0
+    while i + NOTE_HEADER <= len(data):
+        namesz, descsz, ntype = struct.unpack_from("<III", data, i)
+        name_at = i + NOTE_HEADER
+        desc_at = name_at + _align4(namesz)
+        if desc_at + descsz > len(data):
+            return None
+        if ntype == NT_GNU_BUILD_ID and data[name_at:name_at + namesz] == b"GNU\0" \
+                and descsz:
+            return data[desc_at:desc_at + descsz].hex()
+        i = desc_at + _align4(descsz)
+    return None
+
+
+@dataclass(frozen=True)
+class BuildIdNote:
+    addr: int               # address of the note header (namesz)
+    build_id: str           # lowercase hex
+    embedded: bool          # inside an ELF image in memory (the vDSO), not the kernel's
+
+
+def _inside_elf_image(data: bytes, base: int, pos: int) -> bool:
+    """Is data[pos] inside an ELF64 image whose header starts on a page
+    boundary at most EMBEDDED_LOOKBACK bytes before it (the kernel carries
+    its vDSO images, with their own build-id notes, in .rodata)?  The
+    kernel's own .notes are not in any ELF image in memory."""
+    page = (base + pos) & ~(PAGE - 1)
+    while page >= base and base + pos - page <= EMBEDDED_LOOKBACK:
+        h = page - base
+        extent = 0
+        if data[h:h + 4] == b"\x7fELF" and len(data) >= h + 64:
+            if data[h + 4] == 2:            # ELFCLASS64 (the vDSO)
+                phoff, shoff = struct.unpack_from("<QQ", data, h + 0x20)
+                phent, phnum, shent, shnum = struct.unpack_from("<HHHH", data, h + 0x36)
+                extent = max(phoff + phent * phnum, shoff + shent * shnum)
+            elif data[h + 4] == 1:          # ELFCLASS32 (the 32-bit vDSO)
+                phoff, shoff = struct.unpack_from("<II", data, h + 0x1c)
+                phent, phnum, shent, shnum = struct.unpack_from("<HHHH", data, h + 0x2a)
+                extent = max(phoff + phent * phnum, shoff + shent * shnum)
+        if pos - h < extent:
+            return True
+        page -= PAGE
+    return False
+
+
+def find_build_id_notes(data: bytes, base: int = 0) -> list:
+    """Every complete GNU build-id note in `data` (memory at address
+    `base`) whose header is 4-byte aligned in memory: namesz 4, descsz
+    BUILD_ID_MIN..BUILD_ID_MAX, type NT_GNU_BUILD_ID, name "GNU\\0", then
+    the descriptor.  [BuildIdNote] in address order; `embedded` marks the
+    notes of ELF images that the kernel carries as data (_inside_elf_image)."""
+    out = []
+    i = data.find(_GNU_TAIL, 8)
+    while i >= 0:
+        at = i - 8
+        if (base + at) % 4 == 0:
+            namesz, descsz = struct.unpack_from("<II", data, at)
+            end = at + NOTE_HEADER + 4 + descsz
+            if namesz == 4 and BUILD_ID_MIN <= descsz <= BUILD_ID_MAX and end <= len(data):
+                out.append(BuildIdNote(base + at, data[at + 16:end].hex(),
+                                       _inside_elf_image(data, base, at)))
+        i = data.find(_GNU_TAIL, i + 1)
+    return out
+
+
+def _hole_end(read, addr: int, end: int):
+    """First readable page after the unreadable page at `addr` (page
+    aligned), before `end`, or None: probes 1, 2, 4, ... pages on, then
+    bisects, so a hole of N pages costs about 2*log2(N) reads."""
+    bad, step = addr, PAGE
+    good = None
+    while bad + step < end:
+        if read(bad + step, 1):
+            good = bad + step
+            break
+        bad += step
+        step *= 2
+    if good is None:
+        return None
+    while good - bad > PAGE:
+        mid = (bad + (good - bad) // 2) & ~(PAGE - 1)
+        if read(mid, 1):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+@dataclass
+class BuildIdScan:
+    note: BuildIdNote | None = None
+    skipped: list = field(default_factory=list)     # embedded notes passed over
+    scanned: int = 0                                # readable bytes read
+    holes: int = 0                                  # unreadable ranges skipped
+    stop: int = 0                                   # where the scan ended
+
+
+def scan_build_id(read, start: int, limit: int = SCAN_LIMIT, chunk: int = 1 << 20,
+                  stop_at_first=True) -> BuildIdScan:
+    """Scan memory forward from `start` (rounded down to its page) for the
+    kernel's build-id note, at most `limit` bytes.  read(addr, size) returns
+    the readable prefix of that range (b"" when addr itself is unreadable);
+    unreadable ranges are skipped (_hole_end).  The first note that is not
+    inside an embedded ELF image is the result (BuildIdScan.note, None if
+    there was none in range)."""
+    pos = start & ~(PAGE - 1)
+    end = pos + limit
+    res = BuildIdScan()
+    buf, buf_base = b"", pos
+    seen = set()
+    while pos < end:
+        want = min(chunk, end - pos)
+        data = read(pos, want) or b""
+        if data:
+            if buf_base + len(buf) != pos:          # after a hole
+                buf, buf_base = b"", pos
+            buf += data
+            res.scanned += len(data)
+            for n in find_build_id_notes(buf, buf_base):
+                if n.addr in seen:
+                    continue
+                seen.add(n.addr)
+                if n.embedded:
+                    res.skipped.append(n)
+                    continue
+                if res.note is None:
+                    res.note = n
+                if stop_at_first:
+                    res.stop = pos + len(data)
+                    return res
+            # keep what the next chunk's notes may need: the look-back for
+            # an ELF header and a note cut at the end of this chunk
+            keep = EMBEDDED_LOOKBACK + PAGE + NOTE_HEADER + 4 + BUILD_ID_MAX
+            if len(buf) > keep:
+                cut = (len(buf) - keep) & ~(PAGE - 1)
+                buf, buf_base = buf[cut:], buf_base + cut
+            pos += len(data)
+            if len(data) == want:
+                continue
+        # pos is unreadable
+        res.holes += 1
+        nxt = _hole_end(read, pos & ~(PAGE - 1), end)
+        if nxt is None:
+            break
+        pos = nxt
+    res.stop = min(pos, end)
+    return res
+
+
+def parse_build_id(text: str) -> str:
+    """--build-id HEX -> lowercase hex (even length, 8 to 64 bytes)."""
+    t = text.strip().lower()
+    if t.startswith("0x"):
+        t = t[2:]
+    if not re.fullmatch(r"(?:[0-9a-f]{2}){%d,%d}" % (BUILD_ID_MIN, BUILD_ID_MAX), t):
+        raise FgkError(f"bad build-id {text!r}: expected {2 * BUILD_ID_MIN} to "
+                       f"{2 * BUILD_ID_MAX} hex digits (an even number), like the "
+                       "'Build ID' of 'readelf -n vmlinux'")
+    return t

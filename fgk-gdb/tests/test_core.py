@@ -8,6 +8,7 @@ tests/pytest.ini puts python/, fgk-gdb/ and qemu-profiles/ on sys.path.
 """
 import errno
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -328,3 +329,174 @@ def test_patch_free_start_skips_the_ftrace_site():
     assert core.patch_free_start(b"\x55\x48\x89\xe5" + call) == 0
     assert core.patch_free_start(core.ENDBR64 + b"\x55") == 0
     assert core.patch_free_start(b"") == 0
+
+
+# --------------------------------------------------------------------------
+# the kernel's build-id note in guest memory (fgk attach without a vmlinux)
+
+BID = bytes(range(0xa0, 0xb4))                  # a 20-byte (SHA-1) build-id
+
+
+def _note(name: bytes, ntype: int, desc: bytes) -> bytes:
+    """One ELF note (gABI): namesz, descsz, type, name and desc padded to 4."""
+    pad = lambda b: b + b"\0" * (-len(b) % 4)   # noqa: E731
+    return struct.pack("<III", len(name), len(desc), ntype) + pad(name) + pad(desc)
+
+
+def _elf64_image(size=0x2000) -> bytearray:
+    """An ELF64 image like the vDSO the kernel carries in .rodata: header
+    at offset 0, section headers at its end, a build-id note at 0x4f0."""
+    img = bytearray(size)
+    img[:8] = b"\x7fELF\x02\x01\x01\x00"
+    struct.pack_into("<QQ", img, 0x20, 64, size - 0x280)       # e_phoff, e_shoff
+    struct.pack_into("<HHHH", img, 0x36, 56, 4, 64, 10)        # phent, phnum, shent, shnum
+    n = _note(b"GNU\0", 3, bytes(20 * [0x55]))
+    img[0x4f0:0x4f0 + len(n)] = n
+    return img
+
+
+def test_build_id_from_notes():
+    gnu = _note(b"GNU\0", 3, BID)
+    linux = _note(b"Linux\0", 0x100, b"\0\0\0\0")
+    assert core.build_id_from_notes(gnu) == BID.hex()
+    assert core.build_id_from_notes(linux + gnu) == BID.hex()       # not the first note
+    assert core.build_id_from_notes(linux) is None
+    assert core.build_id_from_notes(_note(b"GNU\0", 1, BID)) is None     # ABI tag, not 3
+    assert core.build_id_from_notes(_note(b"XEN\0", 3, BID)) is None
+    assert core.build_id_from_notes(gnu[:-4]) is None                    # cut short
+    assert core.build_id_from_notes(b"") is None
+    assert core.build_id_from_notes(None) is None
+
+
+def test_find_build_id_notes():
+    base = 0xffffffff81bd0000
+    mem = bytearray(b"\xcc" * 0x1000)
+    note = _note(b"GNU\0", 3, BID)
+    mem[0x0c8:0x0c8 + len(note)] = note         # aligned: found
+    mem[0x202:0x202 + len(note)] = note         # not 4-byte aligned: no note there
+    long = _note(b"GNU\0", 3, bytes(65))        # descsz 65: not a build-id
+    mem[0x400:0x400 + len(long)] = long
+    short = _note(b"GNU\0", 3, bytes(8))        # descsz 8: the smallest accepted
+    mem[0x600:0x600 + len(short)] = short
+    got = core.find_build_id_notes(bytes(mem), base)
+    assert [(n.addr - base, n.build_id, n.embedded) for n in got] == [
+        (0x0c8, BID.hex(), False), (0x600, "00" * 8, False)]
+    # a note cut at the end of the data is not reported (the scan keeps a tail)
+    assert core.find_build_id_notes(bytes(mem[:0x0c8 + len(note) - 1]), base) == []
+    # alignment is in memory: at base + 2 only the note at 0x202 is aligned
+    assert [n.addr - base - 2 for n in core.find_build_id_notes(bytes(mem), base + 2)] \
+        == [0x202]
+
+
+def test_find_build_id_notes_skips_embedded_elf_images():
+    base = 0xffffffff81b9a000
+    mem = bytearray(b"\0" * 0x1000) + _elf64_image() + bytearray(0x1000)
+    kernel = 0x3000 + 0x0c8                     # after the image's extent
+    n = _note(b"GNU\0", 3, BID)
+    mem[kernel:kernel + len(n)] = n
+    got = core.find_build_id_notes(bytes(mem), base)
+    assert [(n.addr - base, n.embedded) for n in got] == [(0x14f0, True), (kernel, False)]
+    # a 32-bit image (the compat vDSO) too
+    img32 = bytearray(0x1000)
+    img32[:8] = b"\x7fELF\x01\x01\x01\x00"
+    struct.pack_into("<II", img32, 0x1c, 52, 0xe00)            # e_phoff, e_shoff
+    struct.pack_into("<HHHH", img32, 0x2a, 32, 3, 40, 8)
+    img32[0x200:0x200 + len(n)] = n
+    assert [x.embedded for x in core.find_build_id_notes(bytes(img32), base)] == [True]
+    # "\x7fELF" not on a page boundary is no image header
+    mem2 = bytearray(0x1000)
+    mem2[0x10:0x18] = b"\x7fELF\x02\x01\x01\x00"
+    mem2[0x200:0x200 + len(n)] = n
+    assert [x.embedded for x in core.find_build_id_notes(bytes(mem2), base)] == [False]
+
+
+class FakeGuest:
+    """Guest memory for scan_build_id: {address: bytes} regions, the rest
+    unreadable; read() returns the readable prefix, as the gdb side does."""
+
+    def __init__(self, regions):
+        self.regions = regions
+        self.reads = []
+
+    def read(self, addr, size):
+        self.reads.append((addr, size))
+        for start, data in self.regions.items():
+            if start <= addr < start + len(data):
+                return bytes(data[addr - start:addr - start + size])
+        return b""
+
+
+def test_scan_build_id_finds_the_kernel_note_after_the_vdso():
+    handler = 0xffffffffb0000990                # IDT gate 0 (asm_exc_divide_error)
+    text = bytearray(b"\xcc" * 0x300000)
+    n = _note(b"GNU\0", 3, BID)
+    rodata = bytearray(0x200000)                # after a hole (text/rodata gap)
+    rodata[0x100000:0x102000] = _elf64_image()                  # the vDSO
+    at = 0x1e0000 - 12                          # the kernel's .notes, across the
+    rodata[at:at + len(n)] = n                  # boundary of two chunks of 0x10000
+    text_end = 0xffffffffb0000000 + len(text)
+    rodata_start = 0xffffffffb0400000           # the gap: 1 MiB unreadable
+    g = FakeGuest({0xffffffffb0000000: text, rodata_start: rodata})
+    res = core.scan_build_id(g.read, handler, chunk=0x10000)
+    assert res.note is not None and res.note.build_id == BID.hex()
+    assert res.note.addr == rodata_start + at
+    assert [s.addr for s in res.skipped] == [rodata_start + 0x1004f0]
+    assert res.holes == 1
+    # the hole was skipped with few probes, not page by page
+    probes = [a for a, size in g.reads if size == 1]
+    assert all(a >= text_end for a in probes)
+    assert len(probes) <= 2 * 9, len(probes)
+    assert (rodata_start, 0x10000) in g.reads            # resumed where the hole ends
+    # the same with one big chunk
+    res = core.scan_build_id(FakeGuest(g.regions).read, handler, chunk=16 << 20)
+    assert res.note.addr == rodata_start + at
+
+
+def test_scan_build_id_not_found_and_bounded():
+    handler = 0xffffffff81200990
+    g = FakeGuest({0xffffffff81200000: bytes(0x300000)})
+    res = core.scan_build_id(g.read, handler, limit=0x800000, chunk=0x100000)
+    assert res.note is None and res.skipped == []
+    assert res.scanned == 0x300000
+    assert all(a < 0xffffffff81200000 + 0x800000 for a, _ in g.reads)
+    # only vDSO notes: none is taken for the kernel's
+    g = FakeGuest({0xffffffff81200000: bytes(0x1000) + _elf64_image()})
+    res = core.scan_build_id(g.read, handler, limit=0x100000)
+    assert res.note is None and len(res.skipped) == 1
+    # nothing readable at all
+    res = core.scan_build_id(FakeGuest({}).read, handler, limit=0x100000)
+    assert res.note is None and res.scanned == 0
+
+
+def test_scan_build_id_on_the_kernel_image():
+    """The built vmlinux's loaded image, from asm_exc_divide_error on, as it
+    is in memory: its own build-id, past the vDSO's."""
+    vmlinux = HERE.parent.parent / "build" / "kernel" / "vmlinux"
+    if not vmlinux.is_file():
+        pytest.skip("build/kernel/vmlinux missing: run 'make kernel'")
+    from elftools.elf.elffile import ELFFile
+    with libfgk.Vmlinux(vmlinux) as vm:
+        want = vm.build_id
+        start = vm.symbol("asm_exc_divide_error")
+        if start is None:
+            pytest.skip("not an x86_64 vmlinux")
+        start = start.addr
+    regions = {}
+    with open(vmlinux, "rb") as f:
+        for seg in ELFFile(f).iter_segments():
+            if seg["p_type"] == "PT_LOAD" and seg["p_vaddr"] + seg["p_memsz"] > start \
+                    and seg["p_vaddr"] < start + core.SCAN_LIMIT:
+                regions[seg["p_vaddr"]] = seg.data()
+    res = core.scan_build_id(FakeGuest(regions).read, start)
+    assert res.note is not None and res.note.build_id == want
+    print(f"build-id note {res.note.addr - start:#x} after asm_exc_divide_error, "
+          f"{len(res.skipped)} embedded note(s) skipped")
+
+
+def test_parse_build_id():
+    assert core.parse_build_id(" F5D0995713CD49C69176AF47371DB9BAFB70A620\n") == \
+        "f5d0995713cd49c69176af47371db9bafb70a620"
+    assert core.parse_build_id("0x0011223344556677") == "0011223344556677"
+    for bad in ("", "abc", "00112233445566", "zz" * 10, "0" * 130, "0" * 41):
+        with pytest.raises(FgkError, match="bad build-id"):
+            core.parse_build_id(bad)

@@ -201,6 +201,8 @@ _PROTOTYPES = {
     "fgk_debuginfod_enabled": (c_bool, []),
     "fgk_vmlinux_fetch": (_ERR, [c_char_p, POINTER(_Fetch), POINTER(_VM)]),
     "fgk_fetch_clear": (None, [POINTER(_Fetch)]),
+    "fgk_module_fetch": (_ERR, [c_char_p, c_char_p, POINTER(_Fetch), POINTER(c_void_p)]),
+    "fgk_module_close": (None, [c_void_p]),
 }
 
 _lib = None
@@ -721,3 +723,20 @@ def fetch_vmlinux(build_id: str) -> tuple[str, str | None]:
     _L().fgk_vmlinux_close(vm)
     _L().fgk_fetch_clear(byref(f))
     return path, url
+
+
+def fetch_module(build_id: str, name: str) -> tuple[str, str | None]:
+    """The .ko of module `name` (used in messages) with build_id from the
+    debuginfod servers of $DEBUGINFOD_URLS (or libdebuginfod's cache),
+    checked to be a module with that build-id: (path in the cache, URL it
+    came from or None when the cache had it).  FgkError naming the module
+    and the build-id otherwise."""
+    f = _Fetch()
+    mod = c_void_p()
+    _check(_L().fgk_module_fetch(_text(build_id, "build-id"), _text(name, "module name"),
+                                 byref(f), byref(mod)))
+    try:
+        return _s(f.path), _s(f.url)
+    finally:
+        _L().fgk_module_close(mod)
+        _L().fgk_fetch_clear(byref(f))
