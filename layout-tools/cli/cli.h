@@ -110,6 +110,8 @@ int cli_target_layout(struct cli_target *t, struct fgk_layout **l);
  * record, only if arg is an ELF file.
  */
 bool cli_vmlinux_positional(const struct cli_target *t, const char *arg);
+/* "N sections placed by their symbols, ..., interchangeable: NAMES\n" on stderr. */
+void cli_origin_tail(const struct fgk_kallsyms_origin *o);
 /*
  * The vmlinux of build_id (release may be NULL): dirs (NULL-terminated, may
  * be NULL) and the system's debug paths (fgk_vmlinux_find), then

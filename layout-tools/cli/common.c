@@ -260,15 +260,21 @@ int cli_target_layout(struct cli_target *t, struct fgk_layout **l)
 		t->offset = o.offset;
 		t->have_offset = true;
 	}
-	fprintf(stderr, "fgk: layout rebuilt from %s (no seed): base offset 0x%llx, %zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
-		t->kallsyms, (unsigned long long)o.offset, o.by_symbol,
-		o.by_elimination);
-	if (o.guessed)
-		fprintf(stderr, "; %zu sections are interchangeable (same size and alignment, kallsyms cannot tell them apart; placed in section order): %s",
-			o.guessed, o.guessed_names);
-	fputc('\n', stderr);
+	fprintf(stderr, "fgk: layout rebuilt from %s (no seed): base offset 0x%llx, ",
+		t->kallsyms, (unsigned long long)o.offset);
+	cli_origin_tail(&o);
 	fgk_kallsyms_origin_clear(&o);
 	return 0;
+}
+
+void cli_origin_tail(const struct fgk_kallsyms_origin *o)
+{
+	fprintf(stderr, "%zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
+		o->by_symbol, o->by_elimination);
+	if (o->guessed)
+		fprintf(stderr, "; %zu sections are interchangeable (same size and alignment, kallsyms cannot tell them apart; placed in section order): %s",
+			o->guessed, o->guessed_names);
+	fputc('\n', stderr);
 }
 
 int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)

@@ -380,12 +380,9 @@ static int layout_from_dump(struct crash_run *c)
 	c->shuffle = true;
 	c->seed_src = "none: layout rebuilt from the kallsyms in the dump's memory";
 	if (!c->quiet) {
-		fprintf(stderr, "fgk crash: %s: no FGKASLR_SEED in VMCOREINFO; layout rebuilt from the kallsyms tables in its memory: %zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
-			c->dump, o.by_symbol, o.by_elimination);
-		if (o.guessed)
-			fprintf(stderr, "; %zu sections are interchangeable (same size and alignment, kallsyms cannot tell them apart; placed in section order): %s",
-				o.guessed, o.guessed_names);
-		fputc('\n', stderr);
+		fprintf(stderr, "fgk crash: %s: no FGKASLR_SEED in VMCOREINFO; layout rebuilt from the kallsyms tables in its memory: ",
+			c->dump);
+		cli_origin_tail(&o);
 	}
 	fgk_kallsyms_origin_clear(&o);
 	return 0;

@@ -445,3 +445,34 @@ struct fgk_error *fgk_private_dir(const char *path)
 
 	return err ? err : fgk__private_dir(path, "directory");
 }
+
+int fgk__write_full(int fd, const void *buf, size_t len)
+{
+	while (len) {
+		ssize_t w = write(fd, buf, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		buf = (const char *)buf + w;
+		len -= (size_t)w;
+	}
+	return 0;
+}
+
+int fgk__read_full(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t r = read(fd, (char *)buf + got, len - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;	/* error or end of file */
+		got += r;
+	}
+	return 0;
+}

@@ -15,6 +15,10 @@ struct fgk_error *fgk__open_regular(const char *path, enum fgk_error_code code,
 				    const char *what, int *fd, struct stat *st);
 
 /* Read all of fd (at most max bytes; text: refuse NUL bytes).  NUL-terminated. */
+/* write()/read() all of len bytes, retrying EINTR: 0, or -1 (error, EOF). */
+int fgk__write_full(int fd, const void *buf, size_t len);
+int fgk__read_full(int fd, void *buf, size_t len);
+
 struct fgk_error *fgk__read_fd(int fd, const char *name, size_t max, bool text,
 			       char **buf, size_t *len);
 

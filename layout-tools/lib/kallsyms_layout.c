@@ -864,21 +864,6 @@ out:
 
 #define START_KERNEL_MAP 0xffffffff80000000ull
 
-static bool vmcoreinfo_number(const char *raw, const char *key, uint64_t *v)
-{
-	size_t klen = strlen(key);
-
-	for (const char *p = raw; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		char *end;
-
-		if (strncmp(p, key, klen) || p[klen] != '=')
-			continue;
-		*v = strtoull(p + klen + 1, &end, 10);
-		return end != p + klen + 1 && (*end == '\n' || !*end);
-	}
-	return false;
-}
-
 static uint64_t le(const uint8_t *p, int size)
 {
 	uint64_t v = 0;
@@ -905,7 +890,7 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 	*ret = NULL;
 	memset(origin, 0, sizeof(*origin));
 	if (!info->raw || !info->has_offset ||
-	    !vmcoreinfo_number(info->raw, "NUMBER(phys_base)", &phys_base))
+	    !fgk__vmcoreinfo_number(info->raw, "NUMBER(phys_base)", 10, &phys_base))
 		return fgk_error_new(FGK_ERR_VMCORE, dump_path,
 				     "its VMCOREINFO lacks KERNELOFFSET or NUMBER(phys_base): cannot find kallsyms in its memory");
 	offset = info->offset;

@@ -351,7 +351,7 @@ static bool in_file(uint64_t off, uint64_t size, uint64_t fsize)
 	return off <= fsize && size <= fsize - off;
 }
 
-static struct fgk_error *pread_full(int fd, const char *path, void *buf,
+static struct fgk_error *pfgk__read_full(int fd, const char *path, void *buf,
 				    size_t len, uint64_t off)
 {
 	size_t got = 0;
@@ -390,7 +390,7 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 		size_t n = nbytes - done > sizeof(chunk) ? sizeof(chunk)
 							 : (size_t)(nbytes - done);
 
-		err = pread_full(fd, path, chunk, n, bm2 + done);
+		err = pfgk__read_full(fd, path, chunk, n, bm2 + done);
 		if (err)
 			return err;
 		if (done + n == nbytes && mapnr % 8)
@@ -406,7 +406,7 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 				     "truncated or corrupt dump: %llu bytes, the descriptors of its %llu pages need %llu",
 				     (unsigned long long)fsize, (unsigned long long)ndump,
 				     (unsigned long long)(desc + ndump * PAGE_DESC_SIZE));
-	err = pread_full(fd, path, d, sizeof(d), desc + (ndump - 1) * PAGE_DESC_SIZE);
+	err = pfgk__read_full(fd, path, d, sizeof(d), desc + (ndump - 1) * PAGE_DESC_SIZE);
 	if (err)
 		return err;
 	if (!in_file(le64(d), le32(d + 8), fsize))
@@ -441,7 +441,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 		return fgk_error_new(FGK_ERR_VMCORE, path,
 				     "truncated dump: %llu bytes, shorter than a kdump header",
 				     (unsigned long long)fsize);
-	err = pread_full(fd, path, h, sizeof(h), 0);
+	err = pfgk__read_full(fd, path, h, sizeof(h), 0);
 	if (err)
 		return err;
 	version = (int32_t)le32(h + DDH_VERSION);
@@ -474,7 +474,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 					  (unsigned long long)(sub * bs));
 		memset(sh, 0, sizeof(sh));
 		if (shlen) {
-			err = pread_full(fd, path, sh, shlen, bs);
+			err = pfgk__read_full(fd, path, sh, shlen, bs);
 			if (err)
 				return err;
 		}
@@ -516,7 +516,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 
 			if (!b)
 				return &fgk_enomem;
-			err = pread_full(fd, path, b, vs, vo);
+			err = pfgk__read_full(fd, path, b, vs, vo);
 			if (err) {
 				free(b);
 				return err;
@@ -601,21 +601,6 @@ static struct fgk_error *kdump_library_read(const char *path, int fd,
 	return err;
 }
 
-static int write_full(int fd, const void *buf, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		buf = (const char *)buf + w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * Run libkdumpfile on fd in a child process: a dump that crashes or hangs
  * it gives "corrupt dump", never a signal in fgk.  *status is KD_OK (and
@@ -652,12 +637,12 @@ static struct fgk_error *kdump_isolated(const char *path, int fd, char **raw,
 		alarm(300);	/* a dump that makes it loop forever */
 		err = kdump_library_read(path, fd, &r, &st);
 		code = (char)(err ? KD_ERROR : st);
-		if (write_full(pipefd[1], &code, 1) < 0)
+		if (fgk__write_full(pipefd[1], &code, 1) < 0)
 			_exit(3);
 		if (err) {
-			if (write_full(pipefd[1], err->message, strlen(err->message)) < 0)
+			if (fgk__write_full(pipefd[1], err->message, strlen(err->message)) < 0)
 				_exit(3);
-		} else if (r && write_full(pipefd[1], r, strlen(r)) < 0) {
+		} else if (r && fgk__write_full(pipefd[1], r, strlen(r)) < 0) {
 			_exit(3);
 		}
 		_exit(0);
@@ -742,22 +727,6 @@ out:
 
 /* ---- flattened format ---------------------------------------------------- */
 
-static int read_full(int fd, void *buf, size_t len)
-{
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t r = read(fd, (char *)buf + got, len - got);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;	/* error or end of file */
-		got += r;
-	}
-	return 0;
-}
-
 /*
  * Reassemble the flattened stream in (insize bytes) into out (out_name for
  * messages).  A regular kdump file is never larger than the stream that
@@ -774,7 +743,7 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 	unsigned long long records = 0;
 	uint64_t limit = 2 * insize + 4096, end = 0;
 
-	if (read_full(in, hdr, sizeof(hdr)))
+	if (fgk__read_full(in, hdr, sizeof(hdr)))
 		return fgk_error_new(FGK_ERR_VMCORE, path,
 				     "truncated flattened kdump header");
 	if (memcmp(hdr, FLAT_SIG, sizeof(FLAT_SIG) - 1))
@@ -787,7 +756,7 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 		unsigned char rec[16];
 		uint64_t off, size;
 
-		if (read_full(in, rec, sizeof(rec))) {
+		if (fgk__read_full(in, rec, sizeof(rec))) {
 			err = fgk_error_new(FGK_ERR_VMCORE, path,
 					    "truncated dump: flattened stream ends after %llu records without its end marker",
 					    records);
@@ -810,7 +779,7 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 			size_t n = size > bufsz ? bufsz : (size_t)size;
 			ssize_t w;
 
-			if (read_full(in, buf, n)) {
+			if (fgk__read_full(in, buf, n)) {
 				err = fgk_error_new(FGK_ERR_VMCORE, path,
 						    "truncated dump: flattened record %llu cut short",
 						    records);

@@ -73,36 +73,6 @@ out:
 	return err;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	while (len) {
-		ssize_t w = write(fd, buf, len);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		buf = (const char *)buf + w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len)
-{
-	while (len) {
-		ssize_t r = read(fd, buf, len);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		buf = (char *)buf + r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
 /* The child: each range as one status byte ('O' + data, or 'E'). */
 static void kdump_child(int fd, int out, const struct fgk__phys_range *r,
 			size_t n)
@@ -120,12 +90,12 @@ static void kdump_child(int fd, int out, const struct fgk__phys_range *r,
 			_exit(2);
 		if (kdump_read(ctx, KDUMP_MACHPHYSADDR, r[k].addr, buf, &len) !=
 			    KDUMP_OK || len != r[k].len) {
-			if (write_all(out, "E", 1) < 0)
+			if (fgk__write_full(out, "E", 1) < 0)
 				_exit(3);
 			free(buf);
 			continue;
 		}
-		if (write_all(out, "O", 1) < 0 || write_all(out, buf, len) < 0)
+		if (fgk__write_full(out, "O", 1) < 0 || fgk__write_full(out, buf, len) < 0)
 			_exit(3);
 		free(buf);
 	}
@@ -164,8 +134,8 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 	for (size_t k = 0; k < n && !err; k++) {
 		char code;
 
-		if (read_all(pipefd[0], &code, 1) < 0 ||
-		    (code == 'O' && read_all(pipefd[0], r[k].buf, r[k].len) < 0))
+		if (fgk__read_full(pipefd[0], &code, 1) < 0 ||
+		    (code == 'O' && fgk__read_full(pipefd[0], r[k].buf, r[k].len) < 0))
 			err = fgk_error_new(FGK_ERR_VMCORE, path,
 					    "corrupt dump: libkdumpfile could not read it");
 		else if (code != 'O')
@@ -208,4 +178,21 @@ struct fgk_error *fgk__vmcore_read_phys(const char *path,
 				    "cannot read memory of this dump: neither an ELF core nor a kdump-compressed file (unflatten a flattened one first)");
 	close(fd);
 	return err;
+}
+
+bool fgk__vmcoreinfo_number(const char *raw, const char *key, int base,
+			    uint64_t *v)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = raw; p && *p;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+		char *end;
+
+		if (strncmp(p, key, klen) || p[klen] != '=')
+			continue;
+		*v = strtoull(p + klen + 1, &end, base);
+		return end != p + klen + 1 && (*end == '\n' || !*end);
+	}
+	return false;
 }

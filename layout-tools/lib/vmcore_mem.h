@@ -3,6 +3,7 @@
 #ifndef FGK_LIB_VMCORE_MEM_H
 #define FGK_LIB_VMCORE_MEM_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,5 +19,12 @@ struct fgk__phys_range {
 struct fgk_error *fgk__vmcore_read_phys(const char *path,
 					const struct fgk__phys_range *r,
 					size_t n);
+
+/*
+ * KEY=number in VMCOREINFO text raw (base 10, or 16 for SYMBOL() values;
+ * "-N" wraps, as the kernel prints a negative phys_base); false if absent.
+ */
+bool fgk__vmcoreinfo_number(const char *raw, const char *key, int base,
+			    uint64_t *v);
 
 #endif

@@ -218,23 +218,6 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
-static bool vmcoreinfo_number(const char *raw, const char *key, uint64_t *v,
-			      int base)
-{
-	size_t klen = strlen(key);
-
-	for (const char *p = raw; p && *p;
-	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-		char *end;
-
-		if (strncmp(p, key, klen) || p[klen] != '=')
-			continue;
-		*v = strtoull(p + klen + 1, &end, base);
-		return end != p + klen + 1 && (*end == '\n' || !*end);
-	}
-	return false;
-}
-
 /* The build-id in a module's notes (hex), or NULL. */
 static char *note_build_id(const uint8_t *p, size_t len)
 {
@@ -285,11 +268,11 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 	*ret = NULL;
 	*n = 0;
 	if (!info->raw || !info->has_offset ||
-	    !vmcoreinfo_number(info->raw, "NUMBER(phys_base)", &c.phys_base, 10) ||
-	    !vmcoreinfo_number(info->raw, "SYMBOL(init_top_pgt)", &pgt, 16))
+	    !fgk__vmcoreinfo_number(info->raw, "NUMBER(phys_base)", 10, &c.phys_base) ||
+	    !fgk__vmcoreinfo_number(info->raw, "SYMBOL(init_top_pgt)", 16, &pgt))
 		return fgk_error_new(FGK_ERR_VMCORE, dump,
 				     "its VMCOREINFO lacks KERNELOFFSET, NUMBER(phys_base) or SYMBOL(init_top_pgt): cannot list its modules");
-	vmcoreinfo_number(info->raw, "NUMBER(pgtable_l5_enabled)", &l5, 10);
+	fgk__vmcoreinfo_number(info->raw, "NUMBER(pgtable_l5_enabled)", 10, &l5);
 	c.l5 = l5 != 0;
 	c.offset = info->offset;
 	c.pgd = pgt - START_KERNEL_MAP + c.phys_base;
