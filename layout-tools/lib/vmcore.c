@@ -35,6 +35,7 @@
 
 #include "error.h"
 #include "file.h"
+#include "vmcore_mem.h"
 
 #define KDUMP_SIG "KDUMP   "
 #define FLAT_SIG "makedumpfile"
@@ -609,47 +610,34 @@ static struct fgk_error *kdump_library_read(const char *path, int fd,
 static struct fgk_error *kdump_isolated(const char *path, int fd, char **raw,
 					int *status)
 {
-	int pipefd[2], wstatus;
-	struct fgk_error *err;
+	int pipefd, wstatus;
+	struct fgk_error *err = NULL;
 	char *buf = NULL;
 	size_t len;
 	pid_t pid;
 
 	*raw = NULL;
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return fgk_error_os(errno, path, "cannot read dump (pipe)");
-	pid = fork();
-	if (pid < 0) {
-		err = fgk_error_os(errno, path, "cannot read dump (fork)");
-		close(pipefd[0]);
-		close(pipefd[1]);
+	pid = fgk__kdump_fork(path, &pipefd, &err);
+	if (pid < 0)
 		return err;
-	}
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
 		char *r = NULL, code;
 		int st;
 
-		close(pipefd[0]);
-		if (devnull >= 0)
-			dup2(devnull, STDERR_FILENO);	/* sanitizer reports */
-		signal(SIGPIPE, SIG_DFL);
-		alarm(300);	/* a dump that makes it loop forever */
 		err = kdump_library_read(path, fd, &r, &st);
 		code = (char)(err ? KD_ERROR : st);
-		if (fgk__write_full(pipefd[1], &code, 1) < 0)
+		if (fgk__write_full(pipefd, &code, 1) < 0)
 			_exit(3);
 		if (err) {
-			if (fgk__write_full(pipefd[1], err->message, strlen(err->message)) < 0)
+			if (fgk__write_full(pipefd, err->message, strlen(err->message)) < 0)
 				_exit(3);
-		} else if (r && fgk__write_full(pipefd[1], r, strlen(r)) < 0) {
+		} else if (r && fgk__write_full(pipefd, r, strlen(r)) < 0) {
 			_exit(3);
 		}
 		_exit(0);
 	}
-	close(pipefd[1]);
-	err = fgk__read_fd(pipefd[0], path, 4u << 20, false, &buf, &len);
-	close(pipefd[0]);
+	err = fgk__read_fd(pipefd, path, 4u << 20, false, &buf, &len);
+	close(pipefd);
 	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
 		;
 	if (!err && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0 || !len)) {

@@ -108,34 +108,19 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 					 size_t n)
 {
 	struct fgk_error *err = NULL;
-	int pipefd[2], wstatus;
+	int pipefd, wstatus;
 	pid_t pid;
 
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return fgk_error_os(errno, path, "cannot read dump (pipe)");
-	pid = fork();
-	if (pid < 0) {
-		err = fgk_error_os(errno, path, "cannot read dump (fork)");
-		close(pipefd[0]);
-		close(pipefd[1]);
+	pid = fgk__kdump_fork(path, &pipefd, &err);
+	if (pid < 0)
 		return err;
-	}
-	if (pid == 0) {
-		int devnull = open("/dev/null", O_WRONLY);
-
-		close(pipefd[0]);
-		if (devnull >= 0)
-			dup2(devnull, STDERR_FILENO);
-		signal(SIGPIPE, SIG_DFL);
-		alarm(300);
-		kdump_child(fd, pipefd[1], r, n);
-	}
-	close(pipefd[1]);
+	if (pid == 0)
+		kdump_child(fd, pipefd, r, n);
 	for (size_t k = 0; k < n && !err; k++) {
 		char code;
 
-		if (fgk__read_full(pipefd[0], &code, 1) < 0 ||
-		    (code == 'O' && fgk__read_full(pipefd[0], r[k].buf, r[k].len) < 0))
+		if (fgk__read_full(pipefd, &code, 1) < 0 ||
+		    (code == 'O' && fgk__read_full(pipefd, r[k].buf, r[k].len) < 0))
 			err = fgk_error_new(FGK_ERR_VMCORE, path,
 					    "corrupt dump: libkdumpfile could not read it");
 		else if (code != 'O')
@@ -143,7 +128,7 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 					    "physical memory 0x%llx+0x%zx is not in the dump (or not readable)",
 					    (unsigned long long)r[k].addr, r[k].len);
 	}
-	close(pipefd[0]);
+	close(pipefd);
 	if (err)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
@@ -195,4 +180,36 @@ bool fgk__vmcoreinfo_number(const char *raw, const char *key, int base,
 		return end != p + klen + 1 && (*end == '\n' || !*end);
 	}
 	return false;
+}
+
+pid_t fgk__kdump_fork(const char *path, int *fd, struct fgk_error **err)
+{
+	int pipefd[2];
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		*err = fgk_error_os(errno, path, "cannot read dump (pipe)");
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		*err = fgk_error_os(errno, path, "cannot read dump (fork)");
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -1;
+	}
+	if (pid == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		close(pipefd[0]);
+		if (devnull >= 0)
+			dup2(devnull, STDERR_FILENO);	/* sanitizer reports */
+		signal(SIGPIPE, SIG_DFL);
+		alarm(300);	/* a dump that makes it loop forever */
+		*fd = pipefd[1];
+		return 0;
+	}
+	close(pipefd[1]);
+	*fd = pipefd[0];
+	return pid;
 }

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <stdint.h>
 
 #include <fgk/fgk.h>
@@ -19,6 +20,14 @@ struct fgk__phys_range {
 struct fgk_error *fgk__vmcore_read_phys(const char *path,
 					const struct fgk__phys_range *r,
 					size_t n);
+
+/*
+ * A child process for libkdumpfile (a dump that crashes or hangs it must
+ * not take fgk along): returns 0 in the child (*fd the pipe's write end;
+ * stderr to /dev/null, SIGPIPE default, a 300 s alarm), the child's pid in
+ * the parent (*fd the read end), -1 and *err on failure.
+ */
+pid_t fgk__kdump_fork(const char *path, int *fd, struct fgk_error **err);
 
 /*
  * KEY=number in VMCOREINFO text raw (base 10, or 16 for SYMBOL() values;
