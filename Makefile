@@ -8,6 +8,8 @@
 #   make demo      boot a randomly laid out kernel and show its layout
 #   make check-unit  C unit tests + pure-Python tests: no kernel build, seconds
 #   make check     run every test (the unit tier first)
+#   make check-debian  build Debian's config (KVARIANT=debian, ~35 min) and
+#                  run every test against it, plus tests/test_debian.py
 #   make bench     run the benchmark scripts under bench/
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS in all (docs/fuzzing.md)
 #   SANITIZE=1     check/check-unit: the C tests and fgk built with ASan+UBSan
@@ -22,11 +24,11 @@ export KVARIANT PYTHON
 
 DEPS_STAMP := build/.deps
 
-.PHONY: all deps kernel tools demo check check-unit bench clean distclean help fuzz
+.PHONY: all deps kernel tools demo check check-unit check-debian bench clean distclean help fuzz
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,15p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
 
 all: kernel tools
 
@@ -71,6 +73,13 @@ check-unit: $(DEPS_STAMP) tools
 check: $(DEPS_STAMP) check-unit
 	$(MAKE) kernel tools
 	$(PYTHON) -m pytest -p no:cacheprovider -v $(PYTEST_ARGS) tests/
+
+# The whole suite on Debian's own configuration (docs/debian-kernel.md):
+# KVARIANT=debian points the runner, the tests and their skips at
+# build/kernel-debian.  `make check` runs tests/test_debian.py where that
+# build exists and skips it, saying why, where it does not.
+check-debian: $(DEPS_STAMP)
+	$(MAKE) check KVARIANT=debian
 
 # libFuzzer harnesses of every untrusted-input parser, one at a time
 FUZZ_SECONDS ?= 240

@@ -26,7 +26,35 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 BUILD = REPO / "build"
-DEFAULT_KERNEL = BUILD / "kernel" / "bzImage"
+
+
+def kernel_variant() -> str:
+    """The kernel variant the runner, the tests and the benchmarks use:
+    $KVARIANT as `make kernel KVARIANT=name` takes it ('' = the default
+    test kernel in build/kernel, 'debian' = build/kernel-debian)."""
+    v = os.environ.get("KVARIANT", "").strip()
+    if v and not all(c.isalnum() or c in "-_" for c in v):
+        raise SystemExit(f"fgk: bad KVARIANT '{v}' (letters, digits, - and _ only)")
+    return v
+
+
+KVARIANT = kernel_variant()
+KERNEL_NAME = f"build/kernel-{KVARIANT}" if KVARIANT else "build/kernel"
+KERNEL_DIR = REPO / KERNEL_NAME
+DEFAULT_KERNEL = KERNEL_DIR / "bzImage"
+
+
+def kernel_fragments(variant: str = KVARIANT) -> list:
+    """The config fragments scripts/build-kernel merges for `variant`, in
+    order (a later one wins): kernel.config, then kernel-VARIANT.config;
+    a variant with a distribution base (kernel-VARIANT.base) has only its
+    own fragment."""
+    if not variant:
+        return [HERE / "kernel.config"]
+    own = HERE / f"kernel-{variant}.config"
+    if (HERE / f"kernel-{variant}.base").is_file():
+        return [own]
+    return [HERE / "kernel.config", own]
 RUNS_DIR = BUILD / "runs"
 INITRAMFS_DIR = BUILD / "initramfs"
 

@@ -43,14 +43,19 @@ import fgkrun  # noqa: E402
 # (tests/debuginfod_server.py), every other process none.
 os.environ["DEBUGINFOD_URLS"] = ""
 
-KERNEL_DIR = REPO / "build" / "kernel"
+import fgkbase  # noqa: E402
+
+# build/kernel, or build/kernel-$KVARIANT (make check-debian: KVARIANT=debian)
+KERNEL_DIR = fgkbase.KERNEL_DIR
+KERNEL_NAME = fgkbase.KERNEL_NAME
 BIN_DIR = REPO / "build" / "bin"
 
 
 def kernel_missing_reason():
     for name in ("bzImage", "vmlinux", "System.map", "release"):
         if not (KERNEL_DIR / name).is_file():
-            return f"build/kernel/{name} missing: run 'make kernel' first"
+            make = "make kernel" + (f" KVARIANT={fgkbase.KVARIANT}" if fgkbase.KVARIANT else "")
+            return f"{KERNEL_NAME}/{name} missing: run '{make}' first"
     return None
 
 

@@ -62,7 +62,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-KERNEL_DIR = REPO / "build" / "kernel"
+from conftest import KERNEL_DIR  # noqa: E402
 DEBUGINFOD = "/usr/bin/debuginfod"
 
 

@@ -11,10 +11,9 @@ import time
 import pytest
 from pathlib import Path
 
-from conftest import REPO, KERNEL_DIR, boot, fgkrun
+from conftest import KERNEL_NAME, REPO, boot, fgkbase, fgkrun
 
 RUN = REPO / "qemu-profiles" / "run"
-FRAGMENT = REPO / "qemu-profiles" / "kernel.config"
 
 EM_X86_64 = 62
 
@@ -44,16 +43,25 @@ def test_system_map_matches_vmlinux(kernel):
 
 def test_config_has_fragment_options(kernel):
     have = set((kernel / "config").read_text().splitlines())
-    want = [l for l in FRAGMENT.read_text().splitlines() if re.match(r"CONFIG_\w+=", l)]
+    want = {}
+    for frag in fgkbase.kernel_fragments():
+        for line in frag.read_text().splitlines():
+            m = re.match(r"(CONFIG_\w+)=", line) or re.match(r"# (CONFIG_\w+) is not set", line)
+            if m:
+                want[m.group(1)] = line
     assert want
-    missing = [l for l in want if l not in have]
-    assert not missing, f"options from kernel.config not in the built config: {missing}"
+    missing = [l for l in want.values()
+               if l not in have and not (l.startswith("# ") and
+                                         l.split()[1] + "=y" not in have and
+                                         l.split()[1] + "=m" not in have)]
+    names = ", ".join(f.name for f in fgkbase.kernel_fragments())
+    assert not missing, f"options from {names} not in the built config: {missing}"
 
 
 def test_release_is_the_trees(kernel, release):
     tree = kernel / "build"
     if not tree.is_dir():
-        pytest.skip("build/kernel/build (link to the kernel tree) is missing")
+        pytest.skip(f"{KERNEL_NAME}/build (link to the kernel tree) is missing")
     out = subprocess.run(["make", "-s", "--no-print-directory", "-C", str(tree),
                           "kernelrelease"],
                          capture_output=True, text=True, check=True).stdout.strip()

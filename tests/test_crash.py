@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN_DIR, KERNEL_DIR, REPO, require_kernel
+from conftest import BIN_DIR, KERNEL_DIR, KERNEL_NAME, REPO, require_kernel
 from debuginfod_server import debuginfod_factory, kernel_debuginfod  # noqa: F401
 
 import fgkdump
@@ -82,7 +82,7 @@ def require_tools():
 
 def require_fg():
     if not is_fg_vmlinux():
-        reason = ("build/kernel/vmlinux has no .text.* sections (not an FG-KASLR "
+        reason = (f"{KERNEL_NAME}/vmlinux has no .text.* sections (not an FG-KASLR "
                   "build yet): no shuffled dump to prove anything on; the *_unshuffled baselines run")
         print(reason)
         pytest.skip(reason)

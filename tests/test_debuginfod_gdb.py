@@ -25,7 +25,7 @@ import time
 import pytest
 
 import libfgk
-from conftest import KERNEL_DIR, guest
+from conftest import KERNEL_DIR, KERNEL_NAME, guest
 from debuginfod_server import (client_env, debuginfod_factory,  # noqa: F401 (fixture)
                                kernel_debuginfo_dir)
 from test_gdb import (LOADER, TARGETS, VMLINUX, decl_line, kallsyms, link_breakpoint,
@@ -47,7 +47,7 @@ def module_ko():
     mods = KERNEL_DIR / "modules"
     ko = next(mods.rglob(f"{KO_NAME}.ko"), None) if mods.is_dir() else None
     if ko is None:
-        pytest.skip(f"build/kernel/modules has no {KO_NAME}.ko: run 'make kernel'")
+        pytest.skip(f"{KERNEL_NAME}/modules has no {KO_NAME}.ko: run 'make kernel'")
     return ko
 
 

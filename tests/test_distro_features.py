@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import pytest
 
-from conftest import KERNEL_DIR, REPO, boot, require_kernel
+from conftest import KERNEL_DIR, KERNEL_NAME, REPO, boot, require_kernel
 from test_oracle import FGK, VMLINUX, compare, guest_kallsyms, link_text
 
 CONFIG = KERNEL_DIR / "config"
@@ -24,7 +24,7 @@ def config_has(*options):
     text = CONFIG.read_text()
     missing = [o for o in options if not re.search(rf"^CONFIG_{o}=[ym]$", text, re.M)]
     if missing:
-        reason = f"build/kernel/config lacks {', '.join('CONFIG_' + m for m in missing)}"
+        reason = f"{KERNEL_NAME}/config lacks {', '.join('CONFIG_' + m for m in missing)}"
         print(reason)
         pytest.skip(reason)
 
@@ -297,7 +297,7 @@ def livepatch_module():
     kos = list((KERNEL_DIR / "modules").glob("lib/modules/*/kernel/samples/livepatch/"
                                               "livepatch-sample.ko"))
     if not kos:
-        reason = "no livepatch-sample.ko under build/kernel/modules (CONFIG_SAMPLE_LIVEPATCH)"
+        reason = f"no livepatch-sample.ko under {KERNEL_NAME}/modules (CONFIG_SAMPLE_LIVEPATCH)"
         print(reason)
         pytest.skip(reason)
     return kos[0]

@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from conftest import KERNEL_DIR, REPO, guest, kernel_missing_reason
+from conftest import KERNEL_DIR, KERNEL_NAME, REPO, guest, kernel_missing_reason
 
 sys.path.insert(0, str(REPO / "fgk-gdb" / "tests"))
 import test_core  # noqa: E402
@@ -61,7 +61,7 @@ def fg_missing_reason():
     out = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True,
                          text=True).stdout
     if not re.search(r"\] \.text\.\S+\s+PROGBITS .* AX ", out):
-        return ("build/kernel/vmlinux has no .text.* sections (not an FG-KASLR build "
+        return (f"{KERNEL_NAME}/vmlinux has no .text.* sections (not an FG-KASLR build "
                 "yet): nothing shuffled to debug")
     return None
 
@@ -390,7 +390,7 @@ def test_attach_to_running_guest_says_stop_it(running_guest):
 def test_kernel_scripts_work(running_guest):
     if not any(os.path.isfile(p) for p in (KERNEL_DIR / "vmlinux-gdb.py",
                                            KERNEL_DIR / "build" / "vmlinux-gdb.py")):
-        pytest.skip("no vmlinux-gdb.py next to build/kernel/vmlinux (CONFIG_GDB_SCRIPTS)")
+        pytest.skip(f"no vmlinux-gdb.py next to {KERNEL_NAME}/vmlinux (CONFIG_GDB_SCRIPTS)")
     r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", VMLINUX),
             "lx-dmesg", "lx-ps", "lx-lsmod", "p $lx_current().comm", "p &current_task",
             "detach")
@@ -451,7 +451,7 @@ def test_module_symbols(tmp_path):
     kos = sorted((KERNEL_DIR / "modules").rglob("*.ko")) if (KERNEL_DIR / "modules").is_dir() \
         else []
     if not kos:
-        reason = "the kernel builds no modules (no .ko under build/kernel/modules)"
+        reason = f"the kernel builds no modules (no .ko under {KERNEL_NAME}/modules)"
         print(reason)
         pytest.skip(reason)
     ko = kos[0]

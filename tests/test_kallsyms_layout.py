@@ -28,7 +28,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN_DIR, KERNEL_DIR, boot, require_kernel
+from conftest import BIN_DIR, KERNEL_DIR, KERNEL_NAME, boot, require_kernel
 
 FGK = BIN_DIR / "fgk"
 VMLINUX = KERNEL_DIR / "vmlinux"
@@ -55,7 +55,7 @@ def require_fg():
     if not FGK.is_file():
         pytest.skip("build/bin/fgk missing: run 'make tools'")
     if not re.search(r"\] \.text\.\S+\s+PROGBITS", run("readelf", "-SW", VMLINUX).stdout):
-        pytest.skip("build/kernel/vmlinux has no .text.* sections: not an FG-KASLR build")
+        pytest.skip(f"{KERNEL_NAME}/vmlinux has no .text.* sections: not an FG-KASLR build")
 
 
 def block(output, name):

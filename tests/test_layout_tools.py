@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "layout-tools"
 FGK = REPO / "build" / "bin" / "fgk"
 FIX = REPO / "build" / "tools" / "fixtures"
-VMLINUX = REPO / "build" / "kernel" / "vmlinux"
+from conftest import KERNEL_DIR, KERNEL_NAME  # noqa: E402
+VMLINUX = KERNEL_DIR / "vmlinux"
 sys.path.insert(0, str(REPO / "docs"))
 import layout_ref  # noqa: E402
 
@@ -370,9 +371,9 @@ def vmlinux_has_fgkaslr_sections(path):
 
 def test_real_vmlinux(fixtures):
     if not VMLINUX.is_file():
-        pytest.skip("build/kernel/vmlinux missing: run 'make kernel' first")
+        pytest.skip(f"{KERNEL_NAME}/vmlinux missing: run 'make kernel' first")
     if not vmlinux_has_fgkaslr_sections(VMLINUX):
-        print("build/kernel/vmlinux has no .text.* sections: expecting the clear refusal")
+        print(f"{KERNEL_NAME}/vmlinux has no .text.* sections: expecting the clear refusal")
         r = fgk("layout", VMLINUX, "--seed", S0102)
         one_line_error(r, str(VMLINUX), "not built with CONFIG_FG_KASLR")
         r = fgk("map", VMLINUX, "--seed", S0102)

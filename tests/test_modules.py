@@ -24,7 +24,7 @@ import sys
 
 import pytest
 
-from conftest import KERNEL_DIR, REPO
+from conftest import KERNEL_DIR, KERNEL_NAME, REPO
 
 sys.path.insert(0, str(REPO / "docs"))
 import layout_ref  # noqa: E402
@@ -40,7 +40,7 @@ SHF_ALLOC, SHF_EXECINSTR = 2, 4
 def module_ko():
     ko = next(MODULES.rglob("fgk_test.ko"), None) if MODULES.is_dir() else None
     if ko is None or not VMLINUX.is_file():
-        pytest.skip("build/kernel/modules has no fgk_test.ko: run 'make kernel' "
+        pytest.skip(f"{KERNEL_NAME}/modules has no fgk_test.ko: run 'make kernel' "
                     "(CONFIG_FG_KASLR_TEST_MODULE=m)")
     if not FGK.is_file():
         pytest.skip("build/bin/fgk missing: run 'make tools'")

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from conftest import KERNEL_DIR, REPO, boot
+from conftest import KERNEL_DIR, KERNEL_NAME, REPO, boot
 from test_modules import (FGK, MODULES, VMLINUX, addr2line_one, elf_sections,
                           fgk_chain, module_ko, same_chain)
 from test_oracle import require_fgkaslr_vmlinux
@@ -121,7 +121,7 @@ def build_out_of_tree(tmp_path):
     """tests/guest/oot built against the kernel tree: make -C TREE M=DIR."""
     tree = KERNEL_DIR / "build"
     if not (tree / "Module.symvers").is_file():
-        pytest.skip("build/kernel/build (the configured kernel tree) has no Module.symvers: "
+        pytest.skip(f"{KERNEL_NAME}/build (the configured kernel tree) has no Module.symvers: "
                     "run 'make kernel'")
     d = tmp_path / "oot"
     shutil.copytree(REPO / "tests" / "guest" / "oot", d)

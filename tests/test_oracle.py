@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, boot, require_kernel
+from conftest import KERNEL_DIR, KERNEL_NAME, REPO, boot, require_kernel
 
 FGK = REPO / "build" / "bin" / "fgk"
-VMLINUX = REPO / "build" / "kernel" / "vmlinux"
+VMLINUX = KERNEL_DIR / "vmlinux"
 
 SCRIPT = r"""
 echo "seed=$(cat /proc/fgkaslr_seed 2>&1)"
@@ -37,7 +37,7 @@ def require_fgkaslr_vmlinux():
     out = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True,
                          text=True, check=True).stdout
     if not re.search(r"\] \.text\.\S+\s+PROGBITS .* AX ", out):
-        reason = ("build/kernel/vmlinux has no .text.* sections (not an FG-KASLR "
+        reason = (f"{KERNEL_NAME}/vmlinux has no .text.* sections (not an FG-KASLR "
                   "build yet): nothing to compare the booted layout against")
         print(reason)
         pytest.skip(reason)

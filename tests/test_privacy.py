@@ -25,7 +25,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, KERNEL_DIR, boot, guest, fgkrun
+from conftest import KERNEL_DIR, KERNEL_NAME, REPO, boot, fgkrun, guest
 
 FGKASLR_BOOT_MAGIC = 0x4b474621
 BOOT_INFO_SEED_OFFSET = 56
@@ -36,7 +36,7 @@ def link_text():
         addr, _, name = line.split()
         if name == "_text":
             return int(addr, 16)
-    raise AssertionError("no _text in build/kernel/System.map")
+    raise AssertionError(f"no _text in {KERNEL_NAME}/System.map")
 
 
 @pytest.fixture(scope="module")

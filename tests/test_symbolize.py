@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, boot
+from conftest import KERNEL_DIR, REPO, boot
 from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
 
 SEED = "c0ffee" + "11" * 29
@@ -53,7 +53,7 @@ def test_frames_match_decode_stacktrace(oops):
     path, log, _ = oops
     r = symbolize("--seed", SEED, path)
     assert r.returncode == 0, r.stderr
-    tree = (REPO / "build" / "kernel" / "build").resolve()
+    tree = (KERNEL_DIR / "build").resolve()
     d = subprocess.run(["bash", str(tree / "scripts" / "decode_stacktrace.sh"),
                         str(VMLINUX), str(tree)], input=log, capture_output=True,
                        text=True)
@@ -80,7 +80,7 @@ def test_crash_frame_is_the_panic_call(oops):
     m = re.search(r"sysrq_handle_crash\+0x[0-9a-f]+/0x[0-9a-f]+ "
                   r"\(drivers/tty/sysrq\.c:(\d+)", r.stdout)
     assert m, r.stdout[-3000:]
-    src = (REPO / "build" / "kernel" / "build" / "drivers" / "tty" /
+    src = (KERNEL_DIR / "build" / "drivers" / "tty" /
            "sysrq.c").read_text().splitlines()
     line = src[int(m.group(1)) - 1]
     # sysrq_handle_crash() -> panic("sysrq triggered crash\n") in 6.1
