@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Boot time with FG-KASLR, with `nofgkaslr` (same image) and without
-CONFIG_FG_KASLR (build/kernel-nofg, `make kernel KVARIANT=nofg`), QEMU TCG.
+CONFIG_FG_KASLR (build/kernel-nofg, `make kernel KVARIANT=nofg`), QEMU TCG;
+then the same for Debian's configuration when build/kernel-debian exists
+(without FG_KASLR: build/kernel-debian-nofg).  Also bzImage, init_size and
+vmlinux against the build without FG_KASLR, and their growth.
 
 Interleaved rounds (fg, fg+nofgkaslr, nofg) so that machine load hits all
 three alike; reports medians of
@@ -21,8 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-profiles"))
 import fgkrun  # noqa: E402
 
-FG = REPO / "build" / "kernel" / "bzImage"
-NOFG = REPO / "build" / "kernel-nofg" / "bzImage"
+sys.path.insert(0, str(REPO / "bench"))
+import fgkbench  # noqa: E402
 
 
 def one(kernel, append):
@@ -48,31 +51,63 @@ def one(kernel, append):
     return wall, float(m.group(1)) if m else float("nan"), fg_ms, mcount_ms
 
 
+def sizes(name, fg_dir, nofg):
+    """bzImage, init_size and vmlinux of the FG build against the build
+    of the same configuration without FG_KASLR."""
+    a = fgkbench.scale(fg_dir)
+    if nofg is None:
+        print(f"{name}: bzImage {a['bzImage']:,} B, init_size {a['init_size']:,} B "
+              f"(no build without FG_KASLR to compare: 'make kernel KVARIANT="
+              f"{'' if name == 'default' else name + '-'}nofg')")
+        return
+    b = {"bzImage": (nofg / "bzImage").stat().st_size,
+         "init_size": fgkbench.init_size(nofg / "bzImage"),
+         "vmlinux": (nofg / "vmlinux").stat().st_size if (nofg / "vmlinux").is_file() else 0}
+    for k in ("bzImage", "init_size", "vmlinux"):
+        if b[k]:
+            print(f"  {k:10} {a[k]:>13,} B with FG-KASLR, {b[k]:>13,} B without: "
+                  f"{100.0 * (a[k] - b[k]) / b[k]:+6.1f}% ({(a[k] - b[k]) / 2**20:+.2f} MiB)")
+
+
 def main():
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
-    if not FG.is_file():
+    kernels = fgkbench.variants()
+    if not kernels:
         raise SystemExit("boot-time: build/kernel/bzImage missing: run 'make kernel'")
-    cases = [("FG-KASLR", FG, ""), ("nofgkaslr", FG, "nofgkaslr")]
-    if NOFG.is_file():
-        cases.append(("without FG_KASLR", NOFG, ""))
-    else:
-        print("boot-time: build/kernel-nofg missing ('make kernel KVARIANT=nofg'): "
-              "measuring the FG image with and without nofgkaslr only")
-    data = {name: [] for name, _, _ in cases}
-    for r in range(rounds):
-        for name, kernel, append in cases:
-            data[name].append(one(kernel, append))
-        print(f"round {r + 1}/{rounds} done", flush=True)
-    base = statistics.median(w for w, _, _, _ in data["nofgkaslr"])
-    print(f"{'':18} {'wall to init':>13} {'kernel at init':>15} {'FG in decompressor':>19} "
-          f"{'mcount sort':>12} {'wall ratio':>10}")
-    for name, _, _ in cases:
-        w = statistics.median(x[0] for x in data[name])
-        k = statistics.median(x[1] for x in data[name])
-        f = statistics.median(x[2] for x in data[name])
-        mc = statistics.median(x[3] for x in data[name])
-        print(f"{name:18} {w:12.2f}s {k:14.2f}s {f:17.1f}ms {mc:10.1f}ms {w / base:9.2f}x")
-    print(f"(medians of {rounds} interleaved rounds, QEMU TCG)")
+    dirs = dict(kernels)
+    for name, kdir in kernels:
+        fg = kdir / "bzImage"
+        nofg = fgkbench.nofg_dir(kdir)
+        print(f"== {fgkbench.scale_line(name, kdir)}")
+        sizes(name, kdir, nofg)
+        cases = [("FG-KASLR", fg, ""), ("nofgkaslr", fg, "nofgkaslr")]
+        if nofg:
+            cases.append(("without FG_KASLR", nofg / "bzImage", ""))
+        else:
+            print(f"boot-time: {kdir.name}-nofg missing: measuring the FG image with and "
+                  "without nofgkaslr only")
+        data = {c: [] for c, _, _ in cases}
+        for r in range(rounds):
+            for c, kernel, append in cases:
+                data[c].append(one(kernel, append))
+            print(f"round {r + 1}/{rounds} done", flush=True)
+        base = statistics.median(w for w, _, _, _ in data["nofgkaslr"])
+        print(f"{'':18} {'wall to init':>13} {'kernel at init':>15} {'FG in decompressor':>19} "
+              f"{'mcount sort':>12} {'wall ratio':>10}")
+        for c, _, _ in cases:
+            w = statistics.median(x[0] for x in data[c])
+            k = statistics.median(x[1] for x in data[c])
+            f = statistics.median(x[2] for x in data[c])
+            mc = statistics.median(x[3] for x in data[c])
+            print(f"{c:18} {w:12.2f}s {k:14.2f}s {f:17.1f}ms {mc:10.1f}ms {w / base:9.2f}x")
+        fg_ms = statistics.median(x[2] for x in data["FG-KASLR"])
+        print(f"decompressor FG-KASLR time: {fg_ms:.1f} ms = {100 * fg_ms / 1000 / base:.1f}% of "
+              f"the nofgkaslr boot to init; {1000 * fg_ms / fgkbench.scale(kdir)['sections']:.2f} us "
+              "per function section")
+        print(f"(medians of {rounds} interleaved rounds, QEMU TCG)")
+    g = fgkbench.growth_line(dirs)
+    if g:
+        print(g)
 
 
 if __name__ == "__main__":

@@ -48,13 +48,14 @@ def kernel_fragments(variant: str = KVARIANT) -> list:
     """The config fragments scripts/build-kernel merges for `variant`, in
     order (a later one wins): kernel.config, then kernel-VARIANT.config;
     a variant with a distribution base (kernel-VARIANT.base) has only its
-    own fragment."""
+    own fragment (NAME-nofg: NAME's, then kernel-nofg.config)."""
     if not variant:
         return [HERE / "kernel.config"]
-    own = HERE / f"kernel-{variant}.config"
-    if (HERE / f"kernel-{variant}.base").is_file():
-        return [own]
-    return [HERE / "kernel.config", own]
+    distro = variant[:-len("-nofg")] if variant.endswith("-nofg") else variant
+    if (HERE / f"kernel-{distro}.base").is_file():
+        own = [HERE / f"kernel-{distro}.config"]
+        return own if distro == variant else own + [HERE / "kernel-nofg.config"]
+    return [HERE / "kernel.config", HERE / f"kernel-{variant}.config"]
 RUNS_DIR = BUILD / "runs"
 INITRAMFS_DIR = BUILD / "initramfs"
 
