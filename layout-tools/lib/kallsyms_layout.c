@@ -60,6 +60,9 @@ struct settle {
 	bool *guess;		/* per unknown: differs in another solution */
 	size_t solutions;
 	unsigned long steps;
+	long avoid;		/* >= 0: looking for a solution that puts
+				   unknown[avoid] elsewhere than first[] */
+	bool found;
 };
 
 /* The unknown sections left for the tail, in index order. */
@@ -79,6 +82,13 @@ static void place_tail(struct settle *st, uint64_t p)
 /* A complete solution: keep the first, note where a second differs. */
 static bool solved(struct settle *st)
 {
+	if (st->avoid >= 0) {
+		size_t u = (size_t)st->avoid;
+		uint64_t a = st->used[u] ? st->newa[st->unknown[u]] : UNKNOWN;
+
+		st->found = a != st->first[u];
+		return st->found;
+	}
 	if (st->solutions++ == 0) {
 		for (size_t u = 0; u < st->nunknown; u++)
 			st->first[u] = st->used[u] ? st->newa[st->unknown[u]] : UNKNOWN;
@@ -91,6 +101,29 @@ static bool solved(struct settle *st)
 			st->guess[u] = true;
 	}
 	return true;		/* two are enough */
+}
+
+static bool twins(const struct settle *st, size_t u, size_t v)
+{
+	const struct fgk_section *a = &st->l->secs[st->unknown[u]];
+	const struct fgk_section *b = &st->l->secs[st->unknown[v]];
+
+	return a->size == b->size && a->align == b->align;
+}
+
+/*
+ * An unused unknown section before u of the same size and alignment: trying
+ * u after it gives the same addresses, only the names swapped (which
+ * kallsyms cannot tell apart anyway).  Without this the search walks every
+ * permutation of such twins (Debian's kernel has 14 unknown syscall stubs
+ * of 17 bytes) and gives up at MAX_STEPS.
+ */
+static bool twin_before(const struct settle *st, size_t u)
+{
+	for (size_t v = 0; v < u; v++)
+		if (!st->used[v] && twins(st, u, v))
+			return true;
+	return false;
 }
 
 /*
@@ -112,11 +145,13 @@ static bool fill(struct settle *st, size_t g, uint64_t p)
 		const struct fgk_section *e = &st->l->secs[st->unknown[u]];
 		uint64_t q, r;
 
-		if (st->used[u] || ++st->steps > MAX_STEPS)
+		if (st->used[u] || twin_before(st, u) || ++st->steps > MAX_STEPS)
 			continue;
 		q = align_up(p, e->align);
 		r = q + e->size;
 		if (r > gp->target || r < q)
+			continue;
+		if ((long)u == st->avoid && q == st->first[u])
 			continue;
 		st->used[u] = true;
 		st->newa[st->unknown[u]] = q;
@@ -124,6 +159,22 @@ static bool fill(struct settle *st, size_t g, uint64_t p)
 			return true;
 		st->newa[st->unknown[u]] = UNKNOWN;
 		st->used[u] = false;
+	}
+	return false;
+}
+
+/*
+ * Could an unknown section sit in [p, at)?  The padding before a section
+ * aligned to 64 or 4096 bytes can hold whole sections as well as nothing.
+ */
+static bool fits_unknown(const struct settle *st, uint64_t p, uint64_t at)
+{
+	for (size_t u = 0; u < st->nunknown; u++) {
+		const struct fgk_section *e = &st->l->secs[st->unknown[u]];
+		uint64_t q = align_up(p, e->align);
+
+		if (q >= p && q + e->size <= at)
+			return true;
 	}
 	return false;
 }
@@ -234,7 +285,10 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 					    e->name, at, p, vmpath);
 			goto out;
 		}
-		if (align_up(p, e->align) < at) {
+		if (align_up(p, e->align) == at && fits_unknown(&st, p, at)) {
+			/* alignment padding with room for a section */
+			st.gaps[st.ngaps++] = (struct gap){ p, at, e->align };
+		} else if (align_up(p, e->align) < at) {
 			if (!st.nunknown) {
 				err = fgk_error_new(FGK_ERR_KALLSYMS, path,
 						    "nothing fills [0x%" PRIx64 ", 0x%" PRIx64 ") before %s: not a layout of %s",
@@ -246,6 +300,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		p = at + e->size;
 	}
 	/* every gap filled, the rest at the end; a second solution? */
+	st.avoid = -1;
 	fill(&st, 0, st.ngaps ? st.gaps[0].p : 0);
 	if (!st.solutions) {
 		err = fgk_error_new(FGK_ERR_KALLSYMS, path,
@@ -263,9 +318,37 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 			newa[st.unknown[u]] = st.first[u];
 			tail += !st.used[u];
 		}
-		for (size_t u = 0; u < st.nunknown; u++)
+		for (size_t u = 0; u < st.nunknown; u++) {
 			if ((tail > 1 && !st.used[u]) || st.steps > MAX_STEPS)
 				st.guess[u] = true;	/* order unknowable */
+			for (size_t v = 0; v < st.nunknown; v++)
+				if (v != u && twins(&st, u, v))
+					st.guess[u] = true;	/* swappable */
+		}
+		/*
+		 * Two solutions that agree on a section do not make it
+		 * certain: a third may move it.  Ask, for each section still
+		 * taken as certain, for a solution that puts it elsewhere
+		 * (none within the search budget: uncertain too).
+		 */
+		for (size_t u = 0; u < st.nunknown; u++) {
+			if (st.guess[u])
+				continue;
+			for (size_t v = 0; v < st.nunknown; v++) {
+				st.used[v] = false;
+				st.newa[st.unknown[v]] = UNKNOWN;
+			}
+			st.avoid = (long)u;
+			st.found = false;
+			st.steps = 0;
+			fill(&st, 0, st.ngaps ? st.gaps[0].p : 0);
+			if (st.found || st.steps > MAX_STEPS)
+				st.guess[u] = true;
+		}
+		for (size_t u = 0; u < st.nunknown; u++) {
+			st.used[u] = st.first[u] != UNKNOWN;
+			newa[st.unknown[u]] = st.first[u];
+		}
 		place_tail(&st, p);
 	}
 	/* §7 check: the order by new address must pack to the same addresses */
