@@ -238,11 +238,12 @@ def test_relink_misaligned_rela_same_result(fix, tmp_path, env):
     odd = fgk("relink", bad, "--seed", SEED, "--no-cache", "-o", tmp_path / "b", env=env)
     assert good.returncode == 0 and odd.returncode == 0, (good.err, odd.err)
     a, b = (tmp_path / "a").read_bytes(), (tmp_path / "b").read_bytes()
-    assert len(b) == len(a) + 3 + h["size"]
+    # the new section tables are appended 8-aligned after the moved records
+    assert len(b) - (len(a) + 3 + h["size"]) in range(0, 16)
     moved = I.Elf64(b)
     assert b[new_off:new_off + h["size"]] == a[h["offset"]:h["offset"] + h["size"]], \
         "the relocation records are updated the same way"
-    assert moved.shdr(i)["offset"] == new_off
+    assert moved.shdr(moved.find(e.name(i)))["offset"] == new_off
 
 
 # ---------------------------------------------------------------- defect 3

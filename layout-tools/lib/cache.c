@@ -84,23 +84,52 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 				    cid ? cid : "(none)", vm->path, id ? id : "(none)");
 		goto out;
 	}
-	if (c->shnum != vm->shnum) {
-		err = fgk_error_new(FGK_ERR_INVALID, path,
-				    "relinked file has %zu sections, %s has %zu (stripped or another file)",
-				    c->shnum, vm->path, vm->shnum);
-		goto out;
-	}
-	for (size_t i = 1; i < vm->shnum; i++) {
-		const GElf_Shdr *a = &vm->secs[i].shdr, *b = &c->secs[i].shdr;
+	/*
+	 * Section by section as fgk_relink() writes them: the randomized
+	 * ones folded into one FGK_FOLDED_TEXT where the first was, their
+	 * relocation sections gone, every other one as in vmlinux.
+	 */
+	{
+		size_t j = 1;
+		bool folded = false;
 
-		if (strcmp(vm->secs[i].name, c->secs[i].name) ||
-		    a->sh_type != b->sh_type || a->sh_size != b->sh_size ||
-		    a->sh_flags != b->sh_flags) {
-			err = fgk_error_new(FGK_ERR_INVALID, path,
-					    "relinked file: section %zu (%s) differs from %s's (%s): stripped or another file",
-					    i, c->secs[i].name, vm->path, vm->secs[i].name);
-			goto out;
+		for (size_t i = 1; i < vm->shnum; i++) {
+			const GElf_Shdr *a = &vm->secs[i].shdr, *b;
+			bool rnd = vm_section_randomized(&vm->secs[i]);
+
+			if (rnd && folded)
+				continue;
+			if ((a->sh_type == SHT_RELA || a->sh_type == SHT_REL) &&
+			    a->sh_info < vm->shnum &&
+			    vm_section_randomized(&vm->secs[a->sh_info]))
+				continue;
+			if (j >= c->shnum) {
+				err = fgk_error_new(FGK_ERR_INVALID, path,
+						    "relinked file has %zu sections, too few for %s (stripped or another file)",
+						    c->shnum, vm->path);
+				goto out;
+			}
+			b = &c->secs[j].shdr;
+			if (rnd ? strcmp(c->secs[j].name, FGK_FOLDED_TEXT) != 0 ||
+				  b->sh_type != SHT_PROGBITS :
+			    strcmp(vm->secs[i].name, c->secs[j].name) ||
+			    a->sh_type != b->sh_type || a->sh_flags != b->sh_flags ||
+			    (a->sh_size != b->sh_size &&	/* + FGK_FOLDED_TEXT */
+			     (strcmp(c->secs[j].name, ".shstrtab") ||
+			      b->sh_size != a->sh_size + sizeof(FGK_FOLDED_TEXT)))) {
+				err = fgk_error_new(FGK_ERR_INVALID, path,
+						    "relinked file: section %zu (%s) differs from %s's (%s): stripped, another file or an older fgk's",
+						    j, c->secs[j].name, vm->path,
+						    rnd ? FGK_FOLDED_TEXT : vm->secs[i].name);
+				goto out;
+			}
+			folded |= rnd;
+			j++;
 		}
+		if (j != c->shnum)
+			err = fgk_error_new(FGK_ERR_INVALID, path,
+					    "relinked file has %zu sections, %zu expected from %s",
+					    c->shnum, j, vm->path);
 	}
 out:
 	fgk_vmlinux_close(c);

@@ -21,6 +21,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -499,6 +500,182 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 	return NULL;
 }
 
+static uint64_t round_up(uint64_t x, uint64_t a)
+{
+	return (x + a - 1) / a * a;
+}
+
+/*
+ * Fold the randomized sections into one, as a linker would have emitted
+ * them had it placed them in this order: one section FGK_FOLDED_TEXT over
+ * [start, end), the shuffled code and its int3 padding.  Their relocation
+ * sections go (vmlinux.fgk is for debuggers; relinking starts from
+ * vmlinux), the other section indexes are renumbered in order, and the
+ * section name table and header table are written anew at the end of the
+ * image (the old ones stay there as unreferenced bytes).
+ *
+ * Why: gdb keeps a symbol's section index in a 'short'.  Debian's kernel
+ * has 38,922 function sections, which put .data, .bss and every section
+ * after them past index 32767: gdb then adds garbage to the address of
+ * every variable ('p &init_task' reads host memory) and lx-dmesg fails.
+ */
+static struct fgk_error *fold_text(struct relink *r, size_t symndx)
+{
+	struct fgk_vmlinux *vm = r->vm;
+	const struct fgk_layout *l = r->l;
+	size_t n = vm->shnum, m = 1, first = 0, old_str, new_str = 0;
+	uint32_t *map = calloc(n, sizeof(*map));
+	bool *shuf = calloc(n, sizeof(*shuf));
+	Elf64_Shdr *nh = NULL, sh;
+	struct fgk_error *err = NULL;
+	uint64_t off_start, align = 1, str_off, sh_off, folded_name;
+	size_t str_len, total;
+	unsigned char *buf;
+	Elf64_Ehdr eh;
+
+	if (!map || !shuf) {
+		err = &fgk_enomem;
+		goto out;
+	}
+	if (elf_getshdrstrndx(vm->elf, &old_str) != 0 || old_str >= n) {
+		err = fgk_error_new(FGK_ERR_ELF, vm->path, "no section name table");
+		goto out;
+	}
+	for (size_t k = 0; k < l->n; k++) {
+		const GElf_Shdr *in = &vm->secs[l->secs[k].index].shdr;
+
+		shuf[l->secs[k].index] = true;
+		if (!first || l->secs[k].index < first)
+			first = l->secs[k].index;
+		if (in->sh_addralign > align)
+			align = in->sh_addralign;
+	}
+	if (!first)
+		goto out;
+	while (align > 1 && l->start % align)
+		align >>= 1;
+	for (size_t i = 1; i < n; i++) {
+		const GElf_Shdr *in = &vm->secs[i].shdr;
+
+		if (shuf[i])
+			map[i] = i == first ? (uint32_t)m++ : 0;
+		else if ((in->sh_type == SHT_RELA || in->sh_type == SHT_REL) &&
+			 in->sh_info < n && shuf[in->sh_info])
+			map[i] = 0;		/* relocations of moved code: dropped */
+		else
+			map[i] = (uint32_t)m++;
+	}
+	for (size_t k = 0; k < l->n; k++)
+		map[l->secs[k].index] = map[first];
+	if (!addr_to_offset(vm, l->start, &off_start) || l->end < l->start ||
+	    off_start > r->size || l->end - l->start > r->size - off_start) {
+		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+				    "the randomized region is not inside one loadable segment");
+		goto out;
+	}
+
+	/* headers: the folded one in place of the first randomized section */
+	nh = calloc(m, sizeof(*nh));
+	if (!nh) {
+		err = &fgk_enomem;
+		goto out;
+	}
+	str_len = vm->secs[old_str].shdr.sh_size;
+	folded_name = str_len;
+	for (size_t i = 0; i < n; i++) {
+		if (i && !map[i])
+			continue;
+		if (i && shuf[i] && i != first)
+			continue;
+		get_shdr(r, i, &sh);
+		if (i == first) {
+			sh.sh_name = (Elf64_Word)folded_name;
+			sh.sh_addr = l->start;
+			sh.sh_offset = off_start;
+			sh.sh_size = l->end - l->start;
+			sh.sh_addralign = align;
+			sh.sh_link = 0;
+			sh.sh_info = 0;
+			sh.sh_entsize = 0;
+		} else if (i) {
+			if (sh.sh_link < n)
+				sh.sh_link = map[sh.sh_link];
+			if ((sh.sh_type == SHT_RELA || sh.sh_type == SHT_REL ||
+			     (sh.sh_flags & SHF_INFO_LINK)) && sh.sh_info < n)
+				sh.sh_info = map[sh.sh_info];
+		}
+		nh[i ? map[i] : 0] = sh;
+	}
+	new_str = map[old_str];
+	nh[0].sh_size = m >= SHN_LORESERVE ? m : 0;
+	nh[0].sh_link = new_str >= SHN_LORESERVE ? (Elf64_Word)new_str : 0;
+
+	/* symbols: section indexes renumbered (and .symtab_shndx with them) */
+	{
+		const GElf_Shdr *st = &vm->secs[symndx].shdr;
+		unsigned char *base = r->buf + st->sh_offset;
+		size_t ns = st->sh_size / sizeof(Elf64_Sym), nx = 0;
+		const unsigned char *xin = find_xindex(vm, symndx, &nx);
+		unsigned char *xout = xin ? r->buf + (xin - (const unsigned char *)vm->image) : NULL;
+
+		for (size_t i = 1; i < ns; i++) {
+			Elf64_Sym sym;
+			uint64_t x;
+			Elf32_Word w = 0;
+
+			memcpy(&sym, base + i * sizeof(sym), sizeof(sym));
+			if (sym.st_shndx == SHN_UNDEF ||
+			    (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX))
+				continue;
+			x = shndx_of(&sym, xin, i, nx);
+			if (x == SHN_UNDEF || x >= n)
+				continue;
+			x = map[x];
+			if (x < SHN_LORESERVE) {
+				sym.st_shndx = (Elf64_Half)x;
+			} else if (xout && i < nx) {
+				sym.st_shndx = SHN_XINDEX;
+				w = (Elf32_Word)x;
+			} else {
+				err = fgk_error_new(FGK_ERR_ELF, vm->path,
+						    "corrupt ELF: symbol %zu needs .symtab_shndx", i);
+				goto out;
+			}
+			if (xout && i < nx)
+				memcpy(xout + i * sizeof(w), &w, sizeof(w));
+			memcpy(base + i * sizeof(sym), &sym, sizeof(sym));
+		}
+	}
+
+	/* the new name table and header table, appended */
+	str_off = round_up(r->size, 8);
+	sh_off = round_up(str_off + str_len + sizeof(FGK_FOLDED_TEXT), 8);
+	total = sh_off + m * sizeof(Elf64_Shdr);
+	buf = realloc(r->buf, total);
+	if (!buf) {
+		err = &fgk_enomem;
+		goto out;
+	}
+	r->buf = buf;
+	memset(buf + r->size, 0, total - r->size);
+	memcpy(buf + str_off, vm->image + vm->secs[old_str].shdr.sh_offset, str_len);
+	memcpy(buf + str_off + str_len, FGK_FOLDED_TEXT, sizeof(FGK_FOLDED_TEXT));
+	nh[new_str].sh_offset = str_off;
+	nh[new_str].sh_size = str_len + sizeof(FGK_FOLDED_TEXT);
+	memcpy(buf + sh_off, nh, m * sizeof(*nh));
+	memcpy(&eh, buf, sizeof(eh));
+	eh.e_shoff = sh_off;
+	eh.e_shnum = m >= SHN_LORESERVE ? 0 : (Elf64_Half)m;
+	eh.e_shstrndx = new_str >= SHN_LORESERVE ? SHN_XINDEX : (Elf64_Half)new_str;
+	memcpy(buf, &eh, sizeof(eh));
+	r->size = total;
+out:
+	free(map);
+	free(shuf);
+	free(nh);
+	return err;
+}
+
 struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 				   const struct fgk_layout *l,
 				   void **image, size_t *size,
@@ -566,6 +743,9 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	if (err)
 		goto out;
 	err = fix_sorted_tables(&r);
+	if (err)
+		goto out;
+	err = fold_text(&r, symndx);
 	if (err)
 		goto out;
 	*image = r.buf;

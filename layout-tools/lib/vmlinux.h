@@ -52,6 +52,9 @@ const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
 const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm,
 				       const char *name);
 struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why);
+/* The one section vmlinux.fgk has in place of the randomized ones. */
+#define FGK_FOLDED_TEXT ".text.fgkaslr"
+
 /* §3: is s a randomized section? (lib/layout.c) */
 bool vm_section_randomized(const struct vm_section *s);
 /* §3: input list and region of vm, nothing placed (lib/layout.c). */
