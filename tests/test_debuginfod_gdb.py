@@ -144,7 +144,7 @@ def test_attach_without_vmlinux_fetches_it(setup, tmp_path):
                      rf"{re.escape(url)}/", out, re.M), out
     # symbols as with a local vmlinux (test_gdb.py)
     rt = syms["version_proc_show"]
-    assert re.search(r"^version_proc_show in section \.text\.version_proc_show", out, re.M)
+    assert re.search(r"^version_proc_show in section \.text\.fgkaslr", out, re.M)
     assert re.search(rf"\(\*\)\(.*\)\) {rt:#x} <version_proc_show>", out)
     assert re.search(rf"^{kfunc} in section \.text\.{kfunc} of {re.escape(str(cache))}/",
                      out, re.M), out
@@ -171,7 +171,7 @@ def test_attach_without_vmlinux_fetches_it(setup, tmp_path):
                      rf"{re.escape(str(cache))}/{bid}/", out, re.M), out
     assert re.search(rf"^fgk: module {KO_NAME}: build-id {kbid} from the debuginfod cache",
                      out, re.M), out
-    assert re.search(r"^version_proc_show in section \.text\.version_proc_show", out, re.M)
+    assert re.search(r"^version_proc_show in section \.text\.fgkaslr", out, re.M)
     assert re.search(rf"^{kfunc} in section \.text\.{kfunc} ", out, re.M)
     fetch2 = float(re.search(r"^attach took:.*\bfetch ([0-9.]+) s", out, re.M).group(1))
     print(f"TIMES: first attach (fetch from {url}) gdb {first:.2f} s, of which fetch "
@@ -194,7 +194,7 @@ def test_attach_build_id_option(setup, tmp_path):
     assert_no_traceback(r)
     assert "build-id read from guest memory" not in r.stdout
     assert f"fgk: vmlinux build-id {bid} fetched from {s['server'].url}/" in r.stdout
-    assert re.search(r"^version_proc_show in section \.text\.version_proc_show", r.stdout,
+    assert re.search(r"^version_proc_show in section \.text\.fgkaslr", r.stdout,
                      re.M)
     errs = [l for l in r.stderr.splitlines() if l.startswith("fgk attach:")]
     assert len(errs) == 1, r.stderr

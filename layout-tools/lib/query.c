@@ -76,6 +76,11 @@ struct fgk_error *fgk_vmlinux_kind(struct fgk_vmlinux *vm,
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const struct vm_section *s = &vm->secs[i];
 
+		/* fgk relink folds the randomized sections into this one */
+		if (s->name && !strcmp(s->name, FGK_FOLDED_TEXT)) {
+			*ret = FGK_VMLINUX_RELINKED;
+			return NULL;
+		}
 		if (!vm_section_randomized(s))
 			continue;
 		/*
