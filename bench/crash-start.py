@@ -37,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-profiles"))
 import fgkdump  # noqa: E402
+import fgkbase  # noqa: E402
 import fgkrun  # noqa: E402,F401  (puts the libfgk binding on sys.path)
 import libfgk  # noqa: E402
 
@@ -72,7 +73,7 @@ def main():
     ap.add_argument("--append", default="", metavar="ARGS", help="more kernel command line")
     args = ap.parse_args()
     global VMLINUX
-    kdir = Path(args.kernel_dir) if args.kernel_dir else REPO / "build" / "kernel"
+    kdir = Path(args.kernel_dir) if args.kernel_dir else fgkbase.KERNEL_DIR
     VMLINUX = kdir / "vmlinux"
     for p in (FGK, VMLINUX, kdir / "bzImage"):
         if not p.is_file():

@@ -35,7 +35,10 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-profiles"))
 import fgkrun  # noqa: E402
 
-VMLINUX = REPO / "build" / "kernel" / "vmlinux"
+import fgkbase  # noqa: E402
+
+# build/kernel, or build/kernel-$KVARIANT (KVARIANT=debian: Debian's config)
+VMLINUX = fgkbase.KERNEL_DIR / "vmlinux"
 LOADER = REPO / "fgk-gdb" / "fgk.py"
 
 TIMER = r"""
@@ -78,7 +81,7 @@ def main():
     ap.add_argument("--port", type=int)
     a = ap.parse_args()
     if not VMLINUX.is_file():
-        print("gdb-attach: build/kernel/vmlinux missing: run 'make kernel'")
+        print(f"gdb-attach: {fgkbase.KERNEL_NAME}/vmlinux missing: run 'make kernel'")
         return 1
     if not shutil.which("gdb"):
         print("gdb-attach: gdb not installed (make deps)")
