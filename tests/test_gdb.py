@@ -486,7 +486,9 @@ def test_module_symbols(tmp_path):
         if name in code:
             # gdb names the split-off part of f (ELF symbol f.cold) "f[cold]"
             sym = re.sub(r"\[cold\]$", ".cold", sym)
-            assert sym in code[name], (name, addr, sym, code[name])
+            # and may drop a clone's number: loop_config_discard.isra(.0)
+            assert any(c == sym or c.startswith(sym + ".") for c in code[name]), \
+                (name, addr, sym, code[name])
             seen += 1
     assert seen >= 1
     if fg:
