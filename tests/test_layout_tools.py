@@ -429,6 +429,19 @@ def test_corrupt_elf_never_crashes(fixtures, tmp_path):
     assert outcomes["error"] > 0
 
 
+def kallsyms_round_trip(vm, seed, tmp_path):
+    """(capture, `fgk layout --kallsyms capture`, `fgk layout --seed`): the
+    kallsyms fgk map predicts for seed at base offset 0x1c000000, and the
+    layouts rebuilt from it and computed from the seed."""
+    cap = tmp_path / "kallsyms"
+    r = subprocess.run([FGK, "map", vm, "--seed", seed, "--offset", "0x1c000000", "-o", cap],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    a = subprocess.run([FGK, "layout", vm, "--kallsyms", cap], capture_output=True, text=True)
+    b = subprocess.run([FGK, "layout", vm, "--seed", seed], capture_output=True, text=True)
+    return cap, a, b
+
+
 @pytest.mark.parametrize("seed", ["11" * 32, "5a" * 32, "c3" * 32])
 def test_layout_from_kallsyms_fixture(fixtures, seed, tmp_path):
     """`--kallsyms`: the fixture's kallsyms at a seed's layout gives that
@@ -436,12 +449,7 @@ def test_layout_from_kallsyms_fixture(fixtures, seed, tmp_path):
     (dup_static in funcs.c and other.c): any order of those gives the same
     kallsyms, and the tool names them instead of guessing silently."""
     vm = fixtures / "fixture.elf"
-    cap = tmp_path / "kallsyms"
-    r = subprocess.run([FGK, "map", vm, "--seed", seed, "--offset", "0x1c000000", "-o", cap],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    a = subprocess.run([FGK, "layout", vm, "--kallsyms", cap], capture_output=True, text=True)
-    b = subprocess.run([FGK, "layout", vm, "--seed", seed], capture_output=True, text=True)
+    cap, a, b = kallsyms_round_trip(vm, seed, tmp_path)
     assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
     assert "base offset 0x1c000000" in a.stderr
     assert re.search(r"2 sections are interchangeable \(.*\): \.text\.dup_static, \.text\.dup_static$",
@@ -461,19 +469,14 @@ def test_layout_from_kallsyms_many_unnamed_twins(fixtures, seed, tmp_path):
     """twins.elf: 17 .text.* sections have no kallsyms symbol (weak
     definitions overridden at link time, like Debian's syscall stubs), 14 of
     them of one size.  --kallsyms rebuilds the seed's layout: every other
-    section exactly, the twins at the same addresses up to their names (which
-    kallsyms cannot tell apart: named in the message), and fgk map of the
-    result is the capture.  A section not named is where the seed put it."""
+    section exactly; the twins, which kallsyms cannot tell apart, wherever it
+    allows, and named in the message; fgk map of the result is the capture.
+    A section not named is where the seed put it."""
     vm = fixtures / "twins.elf"
     if not vm.is_file():
         pytest.skip("twins.elf not built (no scripts/kallsyms.c: see build.sh)")
     seed = seed.rjust(64, "0")
-    cap = tmp_path / "kallsyms"
-    r = subprocess.run([FGK, "map", vm, "--seed", seed, "--offset", "0x1c000000", "-o", cap],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    a = subprocess.run([FGK, "layout", vm, "--kallsyms", cap], capture_output=True, text=True)
-    b = subprocess.run([FGK, "layout", vm, "--seed", seed], capture_output=True, text=True)
+    cap, a, b = kallsyms_round_trip(vm, seed, tmp_path)
     assert a.returncode == 0, a.stderr
     assert b.returncode == 0, b.stderr
     assert "17 without a kallsyms symbol by elimination" in a.stderr, a.stderr
