@@ -166,10 +166,13 @@ def fgk_env(crashed):
 
 
 def oops_frames(log):
-    """{func: offset} of the Call Trace lines of the panic on the console."""
+    """{func: {offsets}} of the Call Trace lines of the panic on the console,
+    the unreliable ('? f+off') ones included: crash's bt reports return
+    addresses it finds on the stack without that mark (Debian's kernel left
+    a stale do_syscall_64+0x69 above the live do_syscall_64+0x5d)."""
     frames = {}
-    for m in re.finditer(r"^\[[ \d.]+\]\s+(\S+)\+(0x[0-9a-f]+)/0x[0-9a-f]+$", log, re.M):
-        frames.setdefault(m.group(1), int(m.group(2), 16))
+    for m in re.finditer(r"^\[[ \d.]+\]\s+(?:\? )?(\S+)\+(0x[0-9a-f]+)/0x[0-9a-f]+$", log, re.M):
+        frames.setdefault(m.group(1), set()).add(int(m.group(2), 16))
     return frames
 
 
@@ -216,8 +219,9 @@ def check_crash_output(crashed, r):
     # dump_stack(): compare the callers
     for name, addr in bt[1:]:
         if name in oops and any(n == name for _, _, n in syms):
-            want = kallsyms_addr(syms, name) + oops[name]
-            assert int(addr, 16) == want, f"bt {name} at {addr}, oops+kallsyms say {want:#x}"
+            want = {kallsyms_addr(syms, name) + off for off in oops[name]}
+            assert int(addr, 16) in want, \
+                f"bt {name} at {addr}, oops+kallsyms say {sorted(map(hex, want))}"
             checked += 1
     assert checked >= 3, f"only {checked} frames compared"
     for f in PANIC_FUNCS:

@@ -18,7 +18,7 @@ TOOLS = REPO / "layout-tools"
 FUZZBIN = REPO / "build" / "fuzz" / "bin"
 # every untrusted-input parser of libfgk has a harness (docs/fuzzing.md)
 HARNESSES = {"fuzz_elf", "fuzz_relink", "fuzz_kallsyms", "fuzz_seed",
-             "fuzz_vmcoreinfo", "fuzz_vmcore", "fuzz_oops", "fuzz_kallsyms_capture"}
+             "fuzz_vmcoreinfo", "fuzz_vmcore", "fuzz_oops", "fuzz_kallsyms_capture", "fuzz_lineprog"}
 SMOKE_SECONDS = 21
 
 

@@ -209,6 +209,71 @@ def test_module_frames_equal_addr2line(ko):
         assert len({w[0] for w in want}) >= 10
 
 
+# f.cold's section comes first (libdwfl lays a .ko's sections out back to
+# back, so it ends where f starts), its line sequence comes after f's, and it
+# ends with two rows at its end address, as gcc writes inlined views after a
+# function's last instruction.  libdw's merged table gives f+0 one of those.
+COLD_BEFORE_F = """\
+	.section .text.unlikely.f,"ax",@progbits
+	.section .text.f,"ax",@progbits
+	.type f, @function
+f:
+	.file 1 "coldfirst.c"
+	.loc 1 10 1
+	nop
+	.loc 1 11 1
+	nop
+	nop
+	.loc 1 12 1
+	ret
+	.size f, .-f
+	.section .text.unlikely.f
+	.type f.cold, @function
+f.cold:
+	.loc 1 20 1
+	nop
+	.loc 1 21 1
+	ud2
+	.loc 1 22 1 view .LVU1
+	.loc 1 23 1 view .LVU2
+	.size f.cold, .-f.cold
+	.section .modinfo,"a",@progbits
+	.asciz "name=coldfirst"
+	.asciz "vermagic=%s"
+"""
+
+
+def test_module_line_where_a_cold_part_ends(tmp_path):
+    """Line rows are read per sequence where one ends at the address the next
+    starts at: every byte of f and f.cold of an assembled module (the shape
+    of dm-mod.ko's dispatch_io in Debian's build) equals addr2line -j."""
+    ko = module_ko()
+    from elftools.elf.elffile import ELFFile
+    with open(ko, "rb") as f:
+        modinfo = ELFFile(f).get_section_by_name(".modinfo").data()
+    vermagic = re.search(rb"(?:^|\0)vermagic=([^\0]*)", modinfo).group(1).decode()
+    mods = tmp_path / "modules"
+    mods.mkdir()
+    (tmp_path / "coldfirst.s").write_text(COLD_BEFORE_F % vermagic)
+    subprocess.run(["as", "--64", "-o", str(mods / "coldfirst.ko"), "coldfirst.s"],
+                   check=True, cwd=tmp_path)
+    frames, want = [], []
+    for name, section, size in (("f", ".text.f", 4), ("f.cold", ".text.unlikely.f", 3)):
+        for off, chain in enumerate(addr2line(mods / "coldfirst.ko", section, range(size))):
+            frames.append(f" {name}+0x{off:x}/0x{size:x} [coldfirst]")
+            want.append(chain)
+    # what the assembler was told: f starts at line 10, the cold part at 20
+    assert want[0] == [(str(tmp_path / "coldfirst.c"), "10")], want
+    assert want[4][0][1] == "20", want
+    r = fgk("symbolize", VMLINUX, "--modules", mods, input="\n".join(frames) + "\n")
+    assert r.returncode == 0, r.stderr
+    got = r.stdout.splitlines()
+    assert len(got) == len(frames), r.stdout
+    for line, frame, chain in zip(got, frames, want):
+        m = re.fullmatch(re.escape(frame) + r" \((.*)\)", line)
+        assert m and same_chain(fgk_chain(m.group(1)), chain), (line, chain)
+
+
 def capture_for(ko, seed, base):
     """A /sys/module/fgk_test/sections capture for a module loaded at base."""
     lines = [f"/sys/module/fgk_test/sections/{n}:0x{base + off:x}"

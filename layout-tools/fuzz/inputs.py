@@ -174,3 +174,20 @@ class Elf64:
 
     def bytes(self):
         return bytes(self.data)
+
+
+def sleb(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7f
+        v >>= 7
+        if (v == 0 and not b & 0x40) or (v == -1 and b & 0x40):
+            return bytes(out + bytes([b]))
+        out.append(b | 0x80)
+
+
+def line_program(program, version=4):
+    """A DWARF 4 .debug_line unit (no directories, no files) around program."""
+    hdr = bytes([1, 1, 1, 0xfb, 14, 13]) + bytes([0, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1]) + b"\0\0"
+    body = struct.pack("<HI", version, len(hdr)) + hdr + program
+    return struct.pack("<I", len(body)) + body

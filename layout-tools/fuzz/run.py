@@ -28,7 +28,7 @@ import inputs as I  # noqa: E402
 # relative share of the time; slow harnesses (whole-ELF) get more
 WEIGHTS = {"fuzz_elf": 3, "fuzz_relink": 3, "fuzz_kallsyms": 2, "fuzz_vmcore": 2,
            "fuzz_kallsyms_capture": 2,
-           "fuzz_oops": 2, "fuzz_seed": 1, "fuzz_vmcoreinfo": 1}
+           "fuzz_oops": 2, "fuzz_seed": 1, "fuzz_vmcoreinfo": 1, "fuzz_lineprog": 1}
 NEEDS_VMLINUX = {"fuzz_kallsyms", "fuzz_oops", "fuzz_kallsyms_capture"}
 ELF_FIXTURES = ["fixture.elf", "fixture-rel.elf", "nokallsyms.elf", "relocs.elf",
                 "notext.elf", "overlap.elf", "short.elf", "nofit.elf",
@@ -64,6 +64,21 @@ def seeds(name, fix):
                 out[f"capture{k}"] = r.stdout
         out["zero"] = b"0000000000000000 T _text\n0000000000000000 t fn_tiny\n"
         out["module"] = b"ffffffffc0001000 t mod_fn\t[mod]\n"
+    elif name == "fuzz_lineprog":
+        # the compilers' own line programs: address, unit offset 0, section
+        for f in ("fixture.elf", "funcs.o"):
+            if not (fix / f).exists():
+                continue
+            e = I.Elf64((fix / f).read_bytes())
+            try:
+                h = e.shdr(e.find(".debug_line"))
+            except KeyError:
+                continue
+            sec = e.bytes()[h["offset"]:h["offset"] + h["size"]]
+            for k, addr in enumerate((0x10, 0xffffffff81000045)):
+                out[f"{f}.debug_line.{k}"] = addr.to_bytes(8, "little") + b"\0" + sec
+        out["advance-line-overflow"] = bytes(9) + I.line_program(
+            bytes([0x03]) + I.sleb(2**63 - 1) + bytes([0x03]) + I.sleb(1) + bytes([0x01]))
     elif name == "fuzz_seed":
         s = bytes(range(32)).hex()
         out.update({

@@ -13,12 +13,15 @@
 #include <string.h>
 
 #include "error.h"
+#include "lineprog.h"
 #include "module.h"
 
 struct fgk_dwarf {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
 	char *path;
+	Elf_Data *debug_line;	/* found on first need (see seq_line) */
+	bool debug_line_looked;
 };
 
 static const Dwfl_Callbacks callbacks = {
@@ -106,6 +109,109 @@ static int push(struct fgk_srcframe **v, size_t *n, const char *fn,
 	return 0;
 }
 
+/* The .debug_line bytes libdw reads (relocated by libdwfl in a .ko). */
+static Elf_Data *debug_line(struct fgk_dwarf *d)
+{
+	Dwarf_Addr bias;
+	Dwarf *dw;
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (d->debug_line_looked)
+		return d->debug_line;
+	d->debug_line_looked = true;
+	dw = dwfl_module_getdwarf(d->mod, &bias);
+	elf = dw ? dwarf_getelf(dw) : NULL;
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".debug_line")) {
+			d->debug_line = elf_getdata(scn, NULL);
+			break;
+		}
+	}
+	return d->debug_line;
+}
+
+/*
+ * libdw's row for addr is at an address where a sequence of the CU ends
+ * (see lib/lineprog.c): its sorted table cannot tell that sequence's
+ * zero-length last rows from the first rows of the one starting there.
+ */
+static bool at_sequence_end(Dwarf_Die *cu, Dwarf_Addr a)
+{
+	Dwarf_Lines *lines;
+	size_t n, lo = 0, hi;
+
+	if (dwarf_getsrclines(cu, &lines, &n) != 0 || !n)
+		return false;
+	hi = n;
+	while (lo < hi) {		/* first row at or after a */
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Addr m;
+
+		if (dwarf_lineaddr(dwarf_onesrcline(lines, mid), &m) != 0)
+			return false;
+		if (m < a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < n; lo++) {
+		Dwarf_Line *l = dwarf_onesrcline(lines, lo);
+		Dwarf_Addr m;
+		bool end;
+
+		if (dwarf_lineaddr(l, &m) != 0 || m != a)
+			break;
+		if (dwarf_lineendsequence(l, &end) == 0 && end)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The row of addr read from the CU's line program sequence by sequence,
+ * where libdw's merged table is ambiguous.  false: keep libdw's row.
+ */
+static bool seq_line(struct fgk_dwarf *d, Dwarf_Die *cu, Dwfl_Line *line,
+		     Dwarf_Addr addr, Dwarf_Addr bias, const char **file,
+		     int *lineno, int *col)
+{
+	Dwarf_Line *dl = dwfl_dwarf_line(line, &(Dwarf_Addr){ 0 });
+	Elf_Data *data;
+	Dwarf_Addr la;
+	Dwarf_Attribute attr;
+	Dwarf_Word off;
+	Dwarf_Files *files;
+	size_t nfiles;
+	struct fgk_line_row row;
+	const char *f;
+
+	if (!dl || dwarf_lineaddr(dl, &la) != 0 || !at_sequence_end(cu, la))
+		return false;
+	data = debug_line(d);
+	if (!data || !data->d_buf ||
+	    dwarf_formudata(dwarf_attr(cu, DW_AT_stmt_list, &attr), &off) != 0 ||
+	    fgk__lineprog_find(data->d_buf, data->d_size, off, addr - bias, &row) != 1 ||
+	    dwarf_getsrcfiles(cu, &files, &nfiles) != 0 || row.file >= nfiles)
+		return false;
+	f = dwarf_filesrc(files, row.file, NULL, NULL);
+	if (!f)
+		return false;
+	*file = f;
+	*lineno = row.line;
+	*col = row.column;
+	return true;
+}
+
 struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 				   struct fgk_srcframe **ret, size_t *nret)
 {
@@ -131,9 +237,11 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 	comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir,
 					       &(Dwarf_Attribute){ 0 }));
 	line = dwfl_module_getsrc(d->mod, addr);
-	if (line)
+	if (line) {
 		file = dwfl_lineinfo(line, &(Dwarf_Addr){ 0 }, &lineno, &col,
 				     NULL, NULL);
+		seq_line(d, cu, line, addr, bias, &file, &lineno, &col);
+	}
 	dwarf_getsrcfiles(cu, &files, &nfiles);
 	nscopes = dwarf_getscopes(cu, addr - bias, &scopes);
 	if (nscopes > 0) {
