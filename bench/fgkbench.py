@@ -56,6 +56,19 @@ def init_size(bzimage: Path) -> int:
 _scale_cache = {}
 
 
+def elf_shnum(path: Path) -> int:
+    """The section count in the ELF header (extended numbering: in section
+    0's sh_size); readelf's table has lines no regex of it names reliably."""
+    with open(path, "rb") as f:
+        hdr = f.read(64)
+        shoff, = struct.unpack_from("<Q", hdr, 0x28)
+        shnum, = struct.unpack_from("<H", hdr, 0x3c)
+        if shnum == 0 and shoff:
+            f.seek(shoff + 32)
+            shnum, = struct.unpack("<Q", f.read(8))
+    return shnum
+
+
 def scale(d: Path) -> dict:
     """Sizes of one build: function sections, ELF sections, relocations in
     vmlinux (.rela.*), the decompressor's relocation table (vmlinux.relocs
@@ -66,16 +79,14 @@ def scale(d: Path) -> dict:
     secs = subprocess.run(["readelf", "-SW", str(vmlinux)], capture_output=True, text=True,
                           check=True).stdout
     text = rela = 0
-    elf = 0
     for m in re.finditer(r"^\s*\[\s*\d+\] (\S+)\s+(\S+)\s+[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) "
                          r"([0-9a-f]+)\s+(\S*)", secs, re.M):
         name, typ, size, entsize, flags = m.groups()
-        elf += 1
         if name.startswith(".text.") and typ == "PROGBITS" and "X" in flags and int(size, 16):
             text += 1
         if typ == "RELA" and int(entsize, 16):
             rela += int(size, 16) // int(entsize, 16)
-    out = {"sections": text, "elf_sections": elf, "relocs": rela,
+    out = {"sections": text, "elf_sections": elf_shnum(vmlinux), "relocs": rela,
            "vmlinux": vmlinux.stat().st_size, "bzImage": (d / "bzImage").stat().st_size,
            "init_size": init_size(d / "bzImage")}
     vr = d / "build" / "arch" / "x86" / "boot" / "compressed" / "vmlinux.relocs"

@@ -41,24 +41,13 @@ SEED = "c4" * 32
 def run_rss(cmd, stdin=None):
     """Run cmd; (seconds, peak RSS KiB) through wait4 on the raw child."""
     t = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            if stdin is not None:
-                r, w = os.pipe()
-                if os.fork() == 0:
-                    os.close(r)
-                    os.write(w, stdin)
-                    os._exit(0)
-                os.close(w)
-                os.dup2(r, 0)
-            fd = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(fd, 1)
-            os.dup2(fd, 2)
-            os.execvp(str(cmd[0]), [str(c) for c in cmd])
-        finally:
-            os._exit(127)
-    _, status, ru = os.wait4(pid, 0)
+    p = subprocess.Popen([str(c) for c in cmd], stdin=subprocess.PIPE if stdin is not None else None,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if stdin is not None:
+        p.stdin.write(stdin)
+        p.stdin.close()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)    # reaped here, not by Popen
     dt = time.perf_counter() - t
     if os.waitstatus_to_exitcode(status):
         raise SystemExit(f"bench scale: {' '.join(map(str, cmd))} failed")

@@ -96,12 +96,12 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 		for (size_t i = 1; i < vm->shnum; i++) {
 			const GElf_Shdr *a = &vm->secs[i].shdr, *b;
 			bool rnd = vm_section_randomized(&vm->secs[i]);
+			size_t t;
 
 			if (rnd && folded)
 				continue;
-			if ((a->sh_type == SHT_RELA || a->sh_type == SHT_REL) &&
-			    a->sh_info < vm->shnum &&
-			    vm_section_randomized(&vm->secs[a->sh_info]))
+			if (vm_section_relocates(vm, i, &t) &&
+			    vm_section_randomized(&vm->secs[t]))
 				continue;
 			if (j >= c->shnum) {
 				err = fgk_error_new(FGK_ERR_INVALID, path,

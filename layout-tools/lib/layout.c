@@ -64,6 +64,17 @@ bool vm_section_randomized(const struct vm_section *s)
 	       !strncmp(s->name, ".text.", 6) && s->shdr.sh_size > 0;
 }
 
+bool vm_section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target)
+{
+	const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+	if ((sh->sh_type != SHT_RELA && sh->sh_type != SHT_REL) ||
+	    !sh->sh_info || sh->sh_info >= vm->shnum)
+		return false;
+	*target = sh->sh_info;
+	return true;
+}
+
 void fgk_layout_free(struct fgk_layout *l)
 {
 	if (!l)

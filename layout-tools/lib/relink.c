@@ -555,12 +555,11 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 	while (align > 1 && l->start % align)
 		align >>= 1;
 	for (size_t i = 1; i < n; i++) {
-		const GElf_Shdr *in = &vm->secs[i].shdr;
+		size_t t;
 
 		if (shuf[i])
 			map[i] = i == first ? (uint32_t)m++ : 0;
-		else if ((in->sh_type == SHT_RELA || in->sh_type == SHT_REL) &&
-			 in->sh_info < n && shuf[in->sh_info])
+		else if (vm_section_relocates(vm, i, &t) && shuf[t])
 			map[i] = 0;		/* relocations of moved code: dropped */
 		else
 			map[i] = (uint32_t)m++;
