@@ -528,13 +528,21 @@ def stopper(tmp_path_factory):
     return d / "stop.so"
 
 
+def default_signals():
+    """fgk keeps a SIG_IGN it inherits (nohup, background jobs: a shell
+    without job control starts those with SIGINT and SIGQUIT ignored); the
+    tests signal it as a terminal would, so they start it with none."""
+    for s in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_DFL)
+
+
 def stopped_relink(fix, env, stopper, *extra):
     """Start a relink, wait until it stops inside fsync() of its temp file."""
     if "sanitize" in str(FGK):
         pytest.skip("LD_PRELOAD interposition is not reliable under ASan")
     p = subprocess.Popen([str(FGK), "relink", str(fix / "relocs.elf"), "--seed", SEED, *extra],
                          env=dict(env, LD_PRELOAD=str(stopper)), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE)
+                         stderr=subprocess.PIPE, preexec_fn=default_signals)
     for _ in range(500):
         with open(f"/proc/{p.pid}/stat") as f:
             if f.read().split(") ")[1].startswith("T"):
