@@ -221,15 +221,16 @@ def test_boot_info_layout_matches_kernel_header():
     sizes = {"u8": 1, "u32": 4, "u64": 8}
     assert [f[1] for f in fields][:2] == ["magic", "flags"]
     # fgk-gdb decodes the stable prefix up to the seed; later series
-    # versions only append scalar fields (v4: mcount_cycles, v5:
-    # entropy_bits and entropy_src)
+    # versions only append fields after it (v4: mcount_cycles, v5:
+    # entropy_bits and entropy_src, v7: the u64 array phase_cycles)
     names = [f[1] for f in fields]
     assert "seed" in names
     prefix = fields[:names.index("seed") + 1]
     total = sum(sizes[t] * (32 if arr else 1) for t, _, arr in prefix)
     assert total == core.BOOT_INFO_SIZE
     rest = fields[len(prefix):]
-    assert all(not arr for _, _, arr in rest)
+    assert rest and all(t in sizes for t, _, _ in rest)
+    assert [n for _, n, arr in rest if arr] in ([], ["phase_cycles"])
     assert [n for _, n, _ in rest][:1] == ["mcount_cycles"]
 
 
