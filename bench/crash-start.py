@@ -12,6 +12,8 @@ Then times, to the end of crash's start-up (`-i` a file holding `exit`):
   fgk crash cold     `fgk crash A/vmcore` with an empty relink cache
                      (VMCOREINFO read, build-id check, relink, crash)
   fgk crash cached   the same with vmlinux.fgk already cached
+  ... no modules     cached, --no-modules (plain crash loads no module
+                     symbols at start-up; fgk crash runs 'mod -S')
   crash (baseline)   `crash vmlinux B/vmcore`
 
 median of REPEAT runs each, and the ratios to the baseline.  Target: cached
@@ -111,20 +113,25 @@ def main():
         env = dict(os.environ, FGK_CACHE_DIR=str(cache))
         fgk_cmd = [FGK, "crash", "-q", dumps["A"], VMLINUX, "-i", work / "exit"]
         base_cmd = [crash, VMLINUX, dumps["B"], "-i", work / "exit"]
+        # what plain crash does at start-up: no module symbols ('mod -S')
+        nomod_cmd = fgk_cmd[:3] + ["--no-modules"] + fgk_cmd[3:]
 
         timed(base_cmd)                         # warm the page cache
-        cold, cached, base = [], [], []
+        cold, cached, nomod, base = [], [], [], []
         for _ in range(args.repeat):
             shutil.rmtree(cache, ignore_errors=True)
             cold.append(timed(fgk_cmd, env))
             cached.append(timed(fgk_cmd, env))
+            nomod.append(timed(nomod_cmd, env))
             base.append(timed(base_cmd))
         c, k, b = (statistics.median(x) for x in (cold, cached, base))
+        n = statistics.median(nomod)
         print(f"\nkernel: {'FG-KASLR (dump A shuffled, seed ' + seed[:16] + '...)' if fg else 'no .text.* sections: nothing to relink, A is unshuffled too'}")
         print(f"{'':24} {'median s':>9} {'vs crash':>9}   (runs: {args.repeat})")
         print(f"{'crash (baseline)':24} {b:9.2f} {1.0:9.2f}")
         print(f"{'fgk crash, cached':24} {k:9.2f} {k / b:9.2f}")
         print(f"{'fgk crash, cold':24} {c:9.2f} {c / b:9.2f}")
+        print(f"{'fgk crash, cached, no module symbols':24} {n:9.2f} {n / b:9.2f}")
         ok = k / b <= TARGET_CACHED
         print(f"target: cached <= {TARGET_CACHED}x crash: {'met' if ok else 'NOT met'}")
         return 0
