@@ -198,3 +198,92 @@ def test_series_applies_and_checkpatch_has_no_errors(tmp_path):
             errors[name] = r.stdout[:1500]
     print(f"checkpatch --strict: {len(series)} patches, errors in {len(errors)}")
     assert not errors, errors
+
+
+def _fg_reserve_awk():
+    """The awk program of the patched scripts/link-vmlinux.sh that writes
+    the FG-KASLR linker script fragment (and its reserve)."""
+    tree = (KERNEL_DIR / "build").resolve()
+    script = tree / "scripts" / "link-vmlinux.sh"
+    if not script.is_file():
+        pytest.skip("no kernel tree in build/ (run make kernel)")
+    m = re.search(r"^gen_fgkaslr_lds\(\)\n\{.*?\$\{AWK\} '(.*?)' > \$\{2\}", script.read_text(),
+                  re.S | re.M)
+    assert m, f"{script}: no gen_fgkaslr_lds() with an awk program"
+    return m.group(1)
+
+
+def _worst_placement(secs, amax):
+    """Brute force: the most bytes any order of (size, align) sections can
+    take from a start at any offset, aligned up to the first section's
+    alignment as the linker places it (docs/layout_ref.py's placement)."""
+    import itertools
+    worst = 0
+    for t in range(amax):
+        start = -(-t // secs[0][1]) * secs[0][1]
+        for order in itertools.permutations(range(len(secs))):
+            end = layout_ref.place(secs, order, start, 1 << 62)
+            last = order[-1]
+            worst = max(worst, end[last] + secs[last][0] - t)
+    return worst
+
+
+def test_reserve_covers_every_order():
+    """The reserve the linker script fragment leaves for the shuffle
+    (series patch 19: a bound on the padding of any order, not
+    sum(align - 1)) is never less than what the worst order of the
+    sections needs: the fragment's own awk program, run on random small
+    sets of sections with mixed alignments, against every order."""
+    import random
+    prog = _fg_reserve_awk()
+    rng = random.Random(20261204)
+    checked = tight = 0
+    for case in range(60):
+        n = rng.randint(1, 5)
+        secs = [(rng.randint(1, 200), rng.choice((1, 2, 4, 8, 16, 16, 16, 32, 64)))
+                for _ in range(n)]
+        lines = [f"  [{i + 1:2}] .text.f{i} PROGBITS 0000000000000000 000040 {s:06x} 00  AX  0   0 {a}"
+                 for i, (s, a) in enumerate(secs)]
+        r = subprocess.run(["awk", prog], input="\n".join(lines) + "\n",
+                           capture_output=True, text=True, check=True)
+        m = re.search(r"\. = MAX\(\., __fgkaslr_text_start \+ (\d+)\);", r.stdout)
+        assert m, r.stdout
+        reserve = int(m.group(1))
+        need = _worst_placement(secs, max(a for _, a in secs))
+        assert need <= reserve, f"sections {secs}: an order needs {need} bytes, reserve {reserve}"
+        checked += 1
+        tight += reserve - need <= 2 * max(a for _, a in secs)
+    print(f"{checked} section sets, every order fits; reserve within 2*max align of the worst "
+          f"in {tight}")
+
+
+def test_vmlinux_reserve_fits_the_bound():
+    """In the built vmlinux, _etext leaves the room the bound promises (what
+    arch/x86/tools/relocs checks at build time, computed here again from
+    the linked sections), so no seed can get 'layout does not fit'."""
+    require_fgkaslr_vmlinux()
+    out = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    secs = []
+    for line in out.splitlines():
+        f = re.sub(r"^\s*\[\s*\d+\]\s*", "", line).split()
+        if (len(f) >= 10 and f[0].startswith(".text.") and f[1] == "PROGBITS" and "A" in f[6]
+                and "X" in f[6] and int(f[4], 16)):
+            secs.append((int(f[2], 16), int(f[4], 16), max(int(f[9]), 1)))
+    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True, check=True).stdout
+    etext = int(re.search(r"^([0-9a-f]+) \S _etext$", nm, re.M).group(1), 16)
+    count = {}
+    need = 0
+    for _, size, align in secs:
+        count[align] = count.get(align, 0) + 1
+        need += size + (-size) % align
+    amax = max(count)
+    need += amax - 1
+    below = 0
+    for a in sorted(count):
+        need += (a - 1) * min(count[a], below)
+        below += count[a]
+    start = min(a for a, _, _ in secs)
+    print(f"{len(secs)} sections from {start:#x}: bound {need} bytes, _etext leaves "
+          f"{etext - start} ({etext - start - need} spare)")
+    assert start + need <= etext
