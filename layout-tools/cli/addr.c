@@ -59,7 +59,7 @@ static int run(int argc, char **argv)
 	int opt, rc, status = 0;
 
 	/* "+" : stop at the first non-option so "sym+0x10" etc. are items */
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_addr, argc, argv, "+h", opts)) != -1) {
 		if (cli_target_option(&t, opt, optarg))
 			continue;
 		if (opt == 'h')
@@ -69,7 +69,7 @@ static int run(int argc, char **argv)
 	if (optind < argc && cli_vmlinux_positional(&t, argv[optind]))
 		t.vmlinux = argv[optind++];
 	/* options may also follow VMLINUX */
-	while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_addr, argc, argv, "+h", opts)) != -1) {
 		if (cli_target_option(&t, opt, optarg))
 			continue;
 		if (opt == 'h')

@@ -71,7 +71,7 @@ int cli_seed_capture(int argc, char **argv)
 	int opt, rc = 1, sources = 0;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_seed, argc, argv, "ho:", opts)) != -1) {
 		switch (opt) {
 		case 'h':
 			fputs(help, stdout);

@@ -6,6 +6,8 @@
 #include <getopt.h>
 #include <fgk/fgk.h>
 
+#include "json.h"
+
 struct cli_cmd {
 	const char *name;
 	const char *summary;
@@ -46,6 +48,14 @@ int cli_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int cli_help(const struct cli_cmd *cmd);
+/*
+ * getopt_long for cmd (main sets opterr = 0): an unknown or ambiguous
+ * option, a missing or unexpected option argument is one line on stderr,
+ * "fgk CMD: unrecognized option '--bogus' (see 'fgk help CMD')", and the
+ * process exits with status 2 (usage), before the command opened anything.
+ */
+int cli_getopt(const struct cli_cmd *cmd, int argc, char **argv,
+	       const char *optstring, const struct option *opts);
 
 /* Hex number, "0x" optional (kernel addresses are written in hex). */
 bool cli_parse_hex(const char *s, uint64_t *ret);
@@ -74,6 +84,8 @@ enum {
 	OPT_HELP,
 	OPT_KALLSYMS,
 	OPT_BUILD_ID,
+	OPT_JSON,
+	OPT_PRETTY,
 };
 #define CLI_TARGET_OPTIONS \
 	{ "seed", required_argument, NULL, OPT_SEED }, \
@@ -90,6 +102,19 @@ enum {
 "--build-id HEX      without VMLINUX: the vmlinux with this build-id (default:\n" \
 "                    the seed record's), from /usr/lib/debug, /lib/modules or,\n" \
 "                    with $DEBUGINFOD_URLS set, fetched through debuginfod\n"
+
+/* --json / --pretty (bpftool's -j / -p): json.h's conventions. */
+#define CLI_JSON_OPTIONS \
+	{ "json", no_argument, NULL, OPT_JSON }, \
+	{ "pretty", no_argument, NULL, OPT_PRETTY }
+enum cli_output { CLI_TEXT, CLI_JSON, CLI_JSON_PRETTY };
+/* Handle --json/--pretty; returns true if opt was one of them. */
+bool cli_json_option(enum cli_output *out, int opt);
+/* A writer on stdout for out (CLI_JSON or CLI_JSON_PRETTY). */
+void cli_json_init(struct json *j, enum cli_output out);
+/* name: the seed's 64 hex digits, or null. */
+void cli_json_seed_field(struct json *j, const char *name,
+			 const struct fgk_seed *seed);
 
 /* Handle a shared option; returns true if it was one. */
 bool cli_target_option(struct cli_target *t, int opt, const char *arg);

@@ -87,14 +87,120 @@ int cli_read_text(const char *path, size_t max, char **buf, size_t *len)
 
 int cli_usage_error(const struct cli_cmd *cmd, const char *fmt, ...)
 {
+	char *msg = NULL, *line = NULL;
 	va_list ap;
+	int n;
 
-	fprintf(stderr, "fgk %s: ", cmd->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (see 'fgk help %s')\n", cmd->name);
+	if (n >= 0 && asprintf(&line, "%s (see 'fgk help %s')", msg, cmd->name) < 0)
+		line = NULL;
+	fprintf(stderr, "fgk %s: ", cmd->name);
+	put_line("", line ? line : "out of memory");
+	free(line);
+	free(msg);
 	return 2;
+}
+
+/* The option's name as written: "--name" (without "=value") or "-c". */
+static char *option_text(const char *arg, int c, char *buf, size_t size)
+{
+	if (!c || !strncmp(arg, "--", 2))
+		snprintf(buf, size, "%.*s", (int)strcspn(arg, "="), arg);
+	else
+		snprintf(buf, size, "-%c", c);
+	return buf;
+}
+
+/*
+ * How many long options start with name (after "--", up to '='); *val is
+ * the value of the last one.
+ */
+static size_t long_matches(const struct option *opts, const char *name, int *val)
+{
+	size_t len = strcspn(name, "="), n = 0;
+
+	for (; opts && opts->name; opts++) {
+		if (!strncmp(opts->name, name, len)) {
+			*val = opts->val;
+			if (strlen(opts->name) == len)
+				return 1;	/* exact */
+			n++;
+		}
+	}
+	return n;
+}
+
+int cli_getopt(const struct cli_cmd *cmd, int argc, char **argv,
+	       const char *optstring, const struct option *opts)
+{
+	char colon[64], name[128];
+	const char *arg;
+	size_t lead = strspn(optstring, "+-"), n = 0;
+	bool is_long;
+	int opt, val = 0;
+
+	/* a leading ':' (after '+'/'-'): a missing argument returns ':' */
+	snprintf(colon, sizeof(colon), "%.*s:%s", (int)lead, optstring,
+		 optstring + lead);
+	opterr = 0;
+	opt = getopt_long(argc, argv, colon, opts, NULL);
+	if (opt != '?' && opt != ':')
+		return opt;
+	/*
+	 * glibc: optopt is 0 for an unknown or ambiguous long option, the
+	 * option's value for one given an argument it takes none of (or
+	 * missing one), the character of an unknown short option (then
+	 * argv[optind - 1] may be the previous argument: "-xq").
+	 */
+	arg = optind > 0 && optind <= argc ? argv[optind - 1] : "";
+	is_long = !strncmp(arg, "--", 2);
+	if (is_long)
+		n = long_matches(opts, arg + 2, &val);
+	if (!(is_long && (!optopt || (n == 1 && val == optopt))))
+		is_long = false, arg = "";
+	option_text(arg, optopt, name, sizeof(name));
+	if (opt == ':')
+		exit(cli_usage_error(cmd, "option '%s' needs an argument", name));
+	if (is_long && optopt)
+		exit(cli_usage_error(cmd, "option '%s' takes no argument", name));
+	if (is_long && n > 1)
+		exit(cli_usage_error(cmd, "ambiguous option '%s'", name));
+	exit(cli_usage_error(cmd, "unrecognized option '%s'", name));
+}
+
+bool cli_json_option(enum cli_output *out, int opt)
+{
+	if (opt == OPT_JSON) {
+		if (*out == CLI_TEXT)
+			*out = CLI_JSON;
+		return true;
+	}
+	if (opt == OPT_PRETTY) {
+		*out = CLI_JSON_PRETTY;
+		return true;
+	}
+	return false;
+}
+
+void cli_json_init(struct json *j, enum cli_output out)
+{
+	json_init(j, stdout, out == CLI_JSON_PRETTY);
+}
+
+void cli_json_seed_field(struct json *j, const char *name,
+			 const struct fgk_seed *seed)
+{
+	char hex[FGK_SEED_HEX_LEN + 1];
+
+	json_name(j, name);
+	if (!seed) {
+		json_null(j);
+		return;
+	}
+	fgk_seed_format(seed, hex);
+	json_string(j, hex);
 }
 
 int cli_help(const struct cli_cmd *cmd)

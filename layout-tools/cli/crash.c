@@ -162,7 +162,7 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 		}
 	}
 	optind = 1;
-	while ((opt = getopt_long(nopt, argv, "hi:nq", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_crash, nopt, argv, "hi:nq", opts)) != -1) {
 		if (cli_target_option(&c->t, opt, optarg))
 			continue;
 		switch (opt) {

@@ -41,22 +41,6 @@ CLI_TARGET_HELP
 "         offsets, symbols and DWARF moved along, for debuggers that place\n"
 "         only a module's .text at its base (crash: mod -s NAME OUT).\n";
 
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static bool is_module(const char *path)
 {
 	size_t n = strlen(path);
@@ -64,7 +48,8 @@ static bool is_module(const char *path)
 	return n > 3 && !strcmp(path + n - 3, ".ko");
 }
 
-static int run_module(struct cli_target *t, bool json, const char *relink)
+static int run_module(struct cli_target *t, enum cli_output out,
+		      const char *relink)
 {
 	struct fgk_module *m;
 	struct fgk_module_layout *ml = NULL;
@@ -113,41 +98,32 @@ static int run_module(struct cli_target *t, bool json, const char *relink)
 		fgk_module_close(m);
 		return cli_fail(err);
 	}
-	if (json) {
-		char hex[FGK_SEED_HEX_LEN + 1];
+	if (out != CLI_TEXT) {
+		struct json j;
 
-		printf("{\"module\": ");
-		json_string(fgk_module_name(m));
-		printf(", \"vermagic\": ");
-		if (vmagic)
-			json_string(vmagic);
-		else
-			printf("null");
-		printf(", \"build_id\": ");
-		if (fgk_module_build_id(m))
-			json_string(fgk_module_build_id(m));
-		else
-			printf("null");
-		if (have_seed) {
-			fgk_seed_format(&ml->seed, hex);
-			printf(", \"seed\": \"%s\"", hex);
-		} else {
-			printf(", \"seed\": null");
-		}
-		printf(", \"size\": \"0x%llx\", \"sections\": [",
-		       (unsigned long long)ml->size);
+		cli_json_init(&j, out);
+		json_start_object(&j);
+		json_string_field(&j, "module", fgk_module_name(m));
+		json_string_field(&j, "vermagic", vmagic);
+		json_string_field(&j, "build_id", fgk_module_build_id(m));
+		cli_json_seed_field(&j, "seed", have_seed ? &ml->seed : NULL);
+		json_hex_field(&j, "size", ml->size);
+		json_name(&j, "sections");
+		json_start_array(&j);
 		for (size_t i = 0; i < ml->n; i++) {
 			const struct fgk_module_section *e = &ml->secs[i];
 
-			printf("%s\n  {\"index\": %zu, \"name\": ", i ? "," : "", e->index);
-			json_string(e->name);
-			printf(", \"offset\": \"0x%llx\", \"size\": \"0x%llx\", \"align\": %llu, \"randomized\": %s}",
-			       (unsigned long long)e->offset,
-			       (unsigned long long)e->size,
-			       (unsigned long long)e->align,
-			       e->randomized ? "true" : "false");
+			json_start_object(&j);
+			json_u64_field(&j, "index", e->index);
+			json_string_field(&j, "name", e->name);
+			json_hex_field(&j, "offset", e->offset);
+			json_hex_field(&j, "size", e->size);
+			json_u64_field(&j, "align", e->align);
+			json_bool_field(&j, "randomized", e->randomized);
+			json_end_object(&j);
 		}
-		printf("\n]}\n");
+		json_end_array(&j);
+		json_end_object(&j);
 	} else {
 		printf("index\tname\toffset\tsize\talign\trandomized\n");
 		for (size_t i = 0; i < ml->n; i++) {
@@ -169,24 +145,22 @@ static int run(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		CLI_TARGET_OPTIONS,
-		{ "json", no_argument, NULL, 'j' },
+		CLI_JSON_OPTIONS,
 		{ "relink", required_argument, NULL, 'r' },
 		{ 0 },
 	};
 	const char *relink = NULL;
 	struct cli_target t = { 0 };
 	struct fgk_layout *l;
-	bool json = false;
+	enum cli_output out = CLI_TEXT;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+	while ((opt = cli_getopt(&cmd_layout, argc, argv, "h", opts)) != -1) {
+		if (cli_target_option(&t, opt, optarg) || cli_json_option(&out, opt))
 			continue;
 		if (opt == 'h')
 			return cli_help(&cmd_layout);
-		if (opt == 'j')
-			json = true;
-		else if (opt == 'r')
+		if (opt == 'r')
 			relink = optarg;
 		else
 			return cli_usage_error(&cmd_layout, "bad option");
@@ -204,7 +178,7 @@ static int run(int argc, char **argv)
 			return cli_usage_error(&cmd_layout, "--seed and --seed-file exclude each other");
 		if (relink && cli_check_output(relink, inputs, 2))
 			return 1;
-		rc = run_module(&t, json, relink);
+		rc = run_module(&t, out, relink);
 		fgk_seed_record_clear(&t.rec);
 		return rc;
 	}
@@ -218,29 +192,31 @@ static int run(int argc, char **argv)
 		cli_target_close(&t);
 		return rc;
 	}
-	if (json) {
-		char hex[FGK_SEED_HEX_LEN + 3] = "null";
+	if (out != CLI_TEXT) {
+		struct json j;
 
-		if (!l->seedless) {
-			hex[0] = '"';
-			fgk_seed_format(&l->seed, hex + 1);
-			strcat(hex, "\"");
-		}
-		printf("{\"seed\": %s, \"start\": \"0x%016llx\", \"limit\": \"0x%016llx\", \"end\": \"0x%016llx\", \"sections\": [",
-		       hex, (unsigned long long)l->start,
-		       (unsigned long long)l->limit, (unsigned long long)l->end);
+		cli_json_init(&j, out);
+		json_start_object(&j);
+		cli_json_seed_field(&j, "seed", l->seedless ? NULL : &l->seed);
+		json_addr_field(&j, "start", l->start);
+		json_addr_field(&j, "limit", l->limit);
+		json_addr_field(&j, "end", l->end);
+		json_name(&j, "sections");
+		json_start_array(&j);
 		for (size_t i = 0; i < l->n; i++) {
 			const struct fgk_section *e = &l->secs[i];
 
-			printf("%s\n  {\"index\": %zu, \"name\": ", i ? "," : "", e->index);
-			json_string(e->name);
-			printf(", \"link\": \"0x%016llx\", \"new\": \"0x%016llx\", \"size\": \"0x%llx\", \"align\": %llu}",
-			       (unsigned long long)e->addr,
-			       (unsigned long long)e->new_addr,
-			       (unsigned long long)e->size,
-			       (unsigned long long)e->align);
+			json_start_object(&j);
+			json_u64_field(&j, "index", e->index);
+			json_string_field(&j, "name", e->name);
+			json_addr_field(&j, "link", e->addr);
+			json_addr_field(&j, "new", e->new_addr);
+			json_hex_field(&j, "size", e->size);
+			json_u64_field(&j, "align", e->align);
+			json_end_object(&j);
 		}
-		printf("\n]}\n");
+		json_end_array(&j);
+		json_end_object(&j);
 	} else {
 		printf("index\tname\tlink\tnew\tsize\talign\n");
 		for (size_t i = 0; i < l->n; i++) {

@@ -6,6 +6,19 @@
 
 #include "cli.h"
 
+/*
+ * fgk --version: the package, the layout specification (docs/layout-spec.md
+ * title) and libfgk's ABI (the number of SONAME libfgk.so.N, libfgk.map's
+ * FGK_N).  Packaging may set FGK_PACKAGE_VERSION (-D).
+ */
+#ifndef FGK_PACKAGE_VERSION
+#define FGK_PACKAGE_VERSION "0.9"
+#endif
+#define FGK_SPEC_VERSION 1
+#ifndef FGK_ABI_VERSION
+#define FGK_ABI_VERSION 1
+#endif
+
 static const struct cli_cmd *const commands[] = {
 	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed, &cmd_relink, &cmd_symbolize,
 	&cmd_crash,
@@ -67,6 +80,7 @@ int main(int argc, char **argv)
 	const struct cli_cmd *cmd;
 
 	cli_install_signal_handlers();
+	opterr = 0;	/* option errors: cli_getopt's one line */
 
 	if (argc < 2) {
 		usage(stderr);
@@ -76,16 +90,25 @@ int main(int argc, char **argv)
 	    !strcmp(argv[1], "-h")) {
 		if (argc > 2) {
 			cmd = find(argv[2]);
-			if (!cmd)
-				return cli_errorf("help: unknown command '%s' (see 'fgk help')",
-						  argv[2]);
+			if (!cmd) {
+				cli_errorf("help: unknown command '%s' (see 'fgk help')",
+					   argv[2]);
+				return 2;
+			}
+			if (argc > 3) {
+				cli_errorf("help: unexpected argument '%s' (see 'fgk help')",
+					   argv[3]);
+				return 2;
+			}
 			return cli_help(cmd);
 		}
 		usage(stdout);
 		return cli_finish_stdout(0);
 	}
 	if (!strcmp(argv[1], "--version")) {
-		puts("fgk (layout spec version 1)");
+		printf("fgk %s (layout spec version %d, libfgk ABI %d: libfgk.so.%d)\n",
+		       FGK_PACKAGE_VERSION, FGK_SPEC_VERSION, FGK_ABI_VERSION,
+		       FGK_ABI_VERSION);
 		return cli_finish_stdout(0);
 	}
 	cmd = find(argv[1]);

@@ -43,7 +43,7 @@ static int run(int argc, char **argv)
 	struct fgk_error *err;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "ho:f:", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_map, argc, argv, "ho:f:", opts)) != -1) {
 		if (cli_target_option(&t, opt, optarg))
 			continue;
 		switch (opt) {

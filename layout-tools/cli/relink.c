@@ -72,7 +72,7 @@ static int run(int argc, char **argv)
 	bool use_cache = true, stats = false, cached = false;
 	int opt, rc;
 
-	while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_relink, argc, argv, "ho:", opts)) != -1) {
 		if (cli_target_option(&t, opt, optarg))
 			continue;
 		switch (opt) {

@@ -93,7 +93,7 @@ static int do_record(int argc, char **argv)
 	int opt, rc;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_seed, argc, argv, "ho:", opts)) != -1) {
 		if (cli_target_option(&t, opt, optarg))
 			continue;
 		switch (opt) {
@@ -170,7 +170,7 @@ static int do_show(int argc, char **argv)
 	int opt;
 
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_seed, argc, argv, "h", opts)) != -1) {
 		if (opt == 'h')
 			return cli_help(&cmd_seed);
 		if (opt == OPT_VMLINUX)

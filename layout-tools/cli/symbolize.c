@@ -99,7 +99,7 @@ static int run(int argc, char **argv)
 	uint64_t off;
 	int opt, rc = 1;
 
-	while ((opt = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((opt = cli_getopt(&cmd_symbolize, argc, argv, "h", opts)) != -1) {
 		if (cli_target_option(&t, opt, optarg))
 			continue;
 		if (opt == 'h')
