@@ -75,6 +75,7 @@ struct cli_target {
 	struct fgk_seed_record rec;
 	bool have_offset;
 	uint64_t offset;
+	const char *offset_from;	/* where offset came from, for messages */
 };
 
 enum {
@@ -115,6 +116,8 @@ void cli_json_init(struct json *j, enum cli_output out);
 /* name: the seed's 64 hex digits, or null. */
 void cli_json_seed_field(struct json *j, const char *name,
 			 const struct fgk_seed *seed);
+/* A seed record's members: seed, build_id, release, offset, note. */
+void cli_json_record_fields(struct json *j, const struct fgk_seed_record *rec);
 
 /* Handle a shared option; returns true if it was one. */
 bool cli_target_option(struct cli_target *t, int opt, const char *arg);

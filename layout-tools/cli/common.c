@@ -203,6 +203,18 @@ void cli_json_seed_field(struct json *j, const char *name,
 	json_string(j, hex);
 }
 
+void cli_json_record_fields(struct json *j, const struct fgk_seed_record *rec)
+{
+	cli_json_seed_field(j, "seed", &rec->seed);
+	json_string_field(j, "build_id", rec->build_id);
+	json_string_field(j, "release", rec->release);
+	if (rec->has_offset)
+		json_hex_field(j, "offset", rec->offset);
+	else
+		json_null_field(j, "offset");
+	json_string_field(j, "note", rec->note);
+}
+
 int cli_help(const struct cli_cmd *cmd)
 {
 	fputs(cmd->help, stdout);
@@ -365,6 +377,7 @@ int cli_target_layout(struct cli_target *t, struct fgk_layout **l)
 	if (!t->have_offset) {
 		t->offset = o.offset;
 		t->have_offset = true;
+		t->offset_from = "the --kallsyms capture";
 	}
 	fprintf(stderr, "fgk: layout rebuilt from %s (no seed): base offset 0x%llx, ",
 		t->kallsyms, (unsigned long long)o.offset);
@@ -402,6 +415,7 @@ int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)
 			return cli_errorf("--offset '%s': not a hex number (e.g. 0x1a000000)",
 					  t->offset_text);
 		t->have_offset = true;
+		t->offset_from = "--offset";
 	}
 	if (t->seed_text) {
 		err = fgk_seed_parse(t->seed_text, &t->seed);
@@ -415,6 +429,7 @@ int cli_target_open(const struct cli_cmd *cmd, struct cli_target *t)
 		if (!t->have_offset && t->rec.has_offset) {
 			t->offset = t->rec.offset;
 			t->have_offset = true;
+			t->offset_from = "the seed record";
 		}
 	}
 	if (!t->vmlinux) {

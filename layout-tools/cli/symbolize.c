@@ -181,7 +181,7 @@ static int run(int argc, char **argv)
 	}
 	if (t.have_offset)
 		fgk_symbolizer_set_offset(sym, t.offset,
-					  t.offset_text ? "--offset" : "the seed record");
+					  t.offset_from ? t.offset_from : "--offset");
 
 	rc = cli_read_text(input ? input : "-", CLI_TEXT_MAX, &text, &len);
 	if (rc)
