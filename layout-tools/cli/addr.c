@@ -9,7 +9,7 @@
 static const char help[] =
 "usage: fgk addr [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
 "                [--build-id HEX] [--offset BASE]\n"
-"                [ADDR | SYMBOL[+OFF]]...\n"
+"                [--json | --pretty] [ADDR | SYMBOL[+OFF]]...\n"
 "\n"
 "Translate between the booted kernel's runtime addresses and VMLINUX.\n"
 "Items come from the command line, or one per line from stdin if none.\n"
@@ -25,6 +25,11 @@ static const char help[] =
 "between shuffled functions, unknown symbol) gets a one-line error on stderr\n"
 "and the exit status is 1; the other items are still translated.\n"
 "\n"
+"--json, --pretty  one JSON object per item instead (JSON Lines; compact, or\n"
+"         indented): item, runtime, link, symbol, offset, size, section,\n"
+"         error (docs/fgk-addr.1.md).  A failed item has its error there\n"
+"         too, and still on stderr.\n"
+"\n"
 "Without VMLINUX (--build-id, or a seed record's build-id) the first item is\n"
 "taken as VMLINUX only if it is an ELF file.\n"
 "\n"
@@ -32,16 +37,49 @@ CLI_TARGET_HELP
 "--offset BASE       base KASLR offset (hex); default the record's or the\n"
 "                    --kallsyms capture's, else 0\n";
 
+/* The item as one JSON object (docs/fgk-addr.1.md, JSON OUTPUT). */
+static void item_json(enum cli_output out, const char *item,
+		      const struct fgk_addr *a, struct fgk_error *err)
+{
+	struct json j;
+	char buf[2048];
+
+	cli_json_init(&j, out);
+	json_start_object(&j);
+	json_string_field(&j, "item", err ? item : a->item);
+	if (err) {
+		json_null_field(&j, "runtime");
+		json_null_field(&j, "link");
+	} else {
+		json_addr_field(&j, "runtime", a->runtime);
+		json_addr_field(&j, "link", a->link);
+	}
+	json_string_field(&j, "symbol", !err && a->has_symbol ? a->sym.name : NULL);
+	if (!err && a->has_symbol) {
+		json_hex_field(&j, "offset", a->link - a->sym.addr);
+		json_hex_field(&j, "size", a->sym.size);
+	} else {
+		json_null_field(&j, "offset");
+		json_null_field(&j, "size");
+	}
+	json_string_field(&j, "section", !err && a->section ? a->section->name : NULL);
+	json_string_field(&j, "error",
+			  err ? fgk_error_string(err, buf, sizeof(buf)) : NULL);
+	json_end_object(&j);
+}
+
 /* One item: its line on stdout, or a one-line error (returns 1). */
 static int one(struct cli_target *t, const struct fgk_layout *l,
-	       const char *item)
+	       const char *item, enum cli_output out)
 {
 	struct fgk_addr a;
 	struct fgk_error *err = fgk_addr_translate(t->vm, l, t->offset, item, &a);
 
+	if (out != CLI_TEXT && (err || a.item))
+		item_json(out, item, &a, err);
 	if (err)
 		return cli_fail(err);
-	if (a.line)
+	if (a.line && out == CLI_TEXT)
 		puts(a.line);
 	fgk_addr_clear(&a);
 	return 0;
@@ -52,15 +90,17 @@ static int run(int argc, char **argv)
 	static const struct option opts[] = {
 		CLI_TARGET_OPTIONS,
 		{ "offset", required_argument, NULL, OPT_OFFSET },
+		CLI_JSON_OPTIONS,
 		{ 0 },
 	};
+	enum cli_output out = CLI_TEXT;
 	struct cli_target t = { 0 };
 	struct fgk_layout *l = NULL;
 	int opt, rc, status = 0;
 
 	/* "+" : stop at the first non-option so "sym+0x10" etc. are items */
 	while ((opt = cli_getopt(&cmd_addr, argc, argv, "+h", opts)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+		if (cli_target_option(&t, opt, optarg) || cli_json_option(&out, opt))
 			continue;
 		if (opt == 'h')
 			return cli_help(&cmd_addr);
@@ -70,7 +110,7 @@ static int run(int argc, char **argv)
 		t.vmlinux = argv[optind++];
 	/* options may also follow VMLINUX */
 	while ((opt = cli_getopt(&cmd_addr, argc, argv, "+h", opts)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+		if (cli_target_option(&t, opt, optarg) || cli_json_option(&out, opt))
 			continue;
 		if (opt == 'h')
 			return cli_help(&cmd_addr);
@@ -84,7 +124,7 @@ static int run(int argc, char **argv)
 		goto out;
 	if (optind < argc) {
 		for (int i = optind; i < argc; i++)
-			if (one(&t, l, argv[i]))
+			if (one(&t, l, argv[i], out))
 				status = 1;
 	} else {
 		/* one item per line, streamed; lines are bounded, NUL is binary */
@@ -107,7 +147,7 @@ static int run(int argc, char **argv)
 			}
 			line[n] = '\0';
 			if (overlong ? cli_errorf("stdin: %.40s...: item too long", line)
-				     : one(&t, l, line))
+				     : one(&t, l, line, out))
 				status = 1;
 			fflush(stdout);
 			n = 0;
@@ -116,7 +156,7 @@ static int run(int argc, char **argv)
 		if (c == EOF && (n || overlong)) {
 			line[n] = '\0';
 			if (overlong ? cli_errorf("stdin: %.40s...: item too long", line)
-				     : one(&t, l, line))
+				     : one(&t, l, line, out))
 				status = 1;
 		}
 	}

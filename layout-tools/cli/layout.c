@@ -7,8 +7,8 @@
 
 static const char help[] =
 "usage: fgk layout [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
-"                 [--build-id HEX] [--json]\n"
-"       fgk layout MODULE.ko [--seed SEED | --seed-file RECORD] [--json]\n"
+"                 [--build-id HEX] [--json | --pretty]\n"
+"       fgk layout MODULE.ko [--seed SEED | --seed-file RECORD] [--json | --pretty]\n"
 "                 [--relink OUT]\n"
 "\n"
 "Print the FG-KASLR layout of VMLINUX for SEED (docs/layout-spec.md): one\n"
@@ -21,7 +21,8 @@ static const char help[] =
 "0x hex; align = decimal.\n"
 "\n"
 "--json   one JSON object: seed, start, limit, end, sections[] with the same\n"
-"         fields (addresses and sizes as \"0x...\" strings).\n"
+"         fields (addresses and sizes as \"0x...\" strings); --pretty: the\n"
+"         same, indented (docs/fgk-layout.1.md).\n"
 CLI_TARGET_HELP
 "\n"
 "MODULE.ko (a file whose name ends in .ko): the module's core text as the\n"

@@ -9,7 +9,7 @@
 static const char help[] =
 "usage: fgk map [VMLINUX] (--seed SEED | --seed-file RECORD | --kallsyms FILE)\n"
 "               [--build-id HEX] [--offset BASE]\n"
-"               [--format kallsyms|system-map] [-o FILE]\n"
+"               [--format kallsyms|system-map] [--json | --pretty] [-o FILE]\n"
 "\n"
 "Print the symbols of VMLINUX at the addresses the kernel booted with SEED\n"
 "gives them, one '%016lx %c %s' line each.\n"
@@ -23,8 +23,40 @@ static const char help[] =
 "                     absolute and per-CPU symbols; default 0, or the record's.\n"
 "-o FILE              write FILE atomically (temp file + rename), mode 0600,\n"
 "                     instead of stdout.\n"
+"--json, --pretty     one JSON object (compact, or indented): format, seed,\n"
+"                     offset and symbols[], each {address, type, name}, in\n"
+"                     the same order (docs/fgk-map.1.md).\n"
 "\n"
 CLI_TARGET_HELP;
+
+/* The map as one JSON object (docs/fgk-map.1.md, JSON OUTPUT). */
+static void write_json(FILE *f, enum cli_output out, const struct fgk_map *map,
+		       const struct fgk_layout *l, enum fgk_map_format format,
+		       uint64_t offset)
+{
+	struct json j;
+
+	json_init(&j, f, out == CLI_JSON_PRETTY);
+	json_start_object(&j);
+	json_string_field(&j, "format",
+			  format == FGK_MAP_KALLSYMS ? "kallsyms" : "system-map");
+	cli_json_seed_field(&j, "seed", l->seedless ? NULL : &l->seed);
+	json_hex_field(&j, "offset", offset);
+	json_name(&j, "symbols");
+	json_start_array(&j);
+	for (size_t i = 0; i < map->n; i++) {
+		const struct fgk_map_entry *e = &map->entries[i];
+
+		json_start_object(&j);
+		json_addr_field(&j, "address", e->addr);
+		json_name(&j, "type");
+		json_string_len(&j, &e->type, 1);
+		json_string_field(&j, "name", e->name);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
+	json_end_object(&j);
+}
 
 static int run(int argc, char **argv)
 {
@@ -33,18 +65,20 @@ static int run(int argc, char **argv)
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
+		CLI_JSON_OPTIONS,
 		{ 0 },
 	};
 	struct cli_target t = { 0 };
 	enum fgk_map_format format = FGK_MAP_KALLSYMS;
+	enum cli_output out = CLI_TEXT;
 	const char *output = NULL;
 	struct fgk_layout *l = NULL;
 	struct fgk_map *map = NULL;
-	struct fgk_error *err;
+	struct fgk_error *err = NULL;
 	int opt, rc;
 
 	while ((opt = cli_getopt(&cmd_map, argc, argv, "ho:f:", opts)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+		if (cli_target_option(&t, opt, optarg) || cli_json_option(&out, opt))
 			continue;
 		switch (opt) {
 		case 'h':
@@ -94,7 +128,10 @@ static int run(int argc, char **argv)
 			rc = cli_errorf("out of memory");
 			goto out;
 		}
-		err = fgk_map_write(map, f);
+		if (out != CLI_TEXT)
+			write_json(f, out, map, l, format, t.offset);
+		else
+			err = fgk_map_write(map, f);
 		if (fclose(f) != 0 && !err)
 			err = NULL, rc = cli_errorf("out of memory");
 		if (!err && !rc)
@@ -106,7 +143,10 @@ static int run(int argc, char **argv)
 		static char obuf[1 << 16];
 
 		setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
-		err = fgk_map_write(map, stdout);
+		if (out != CLI_TEXT)
+			write_json(stdout, out, map, l, format, t.offset);
+		else
+			err = fgk_map_write(map, stdout);
 		if (err)
 			rc = cli_fail(err);
 		else

@@ -7,13 +7,14 @@
 #include "cli.h"
 
 static const char help[] =
-"usage: fgk seed parse [TEXT]\n"
+"usage: fgk seed parse [--json | --pretty] [TEXT]\n"
 "       fgk seed random\n"
 "       fgk seed record (--seed SEED | --seed-file RECORD) --vmlinux VMLINUX\n"
 "                       [--offset BASE] [--note NOTE] [-o FILE]\n"
-"       fgk seed show FILE [--vmlinux VMLINUX | --fetch]\n"
+"       fgk seed show FILE [--vmlinux VMLINUX | --fetch] [--json | --pretty]\n"
 "       fgk seed capture (--vmcore DUMP | --text FILE | --oops FILE --vmlinux VMLINUX)\n"
-"                        [--note NOTE] [-o FILE]   (see 'fgk seed capture --help')\n"
+"                        [--note NOTE] [--json | --pretty] [-o FILE]\n"
+"                        (see 'fgk seed capture --help')\n"
 "\n"
 "parse   check seed text and print it canonically (64 lowercase hex digits).\n"
 "        Accepts the /proc/fgkaslr_seed text, 'fgkaslr_seed=<64 hex>', or the\n"
@@ -26,18 +27,37 @@ static const char help[] =
 "        build-id differs from VMLINUX's.  --fetch: look the vmlinux of the\n"
 "        record's build-id up (/usr/lib/debug, /lib/modules/RELEASE/build,\n"
 "        then debuginfod with $DEBUGINFOD_URLS set), check it, name it on\n"
-"        stderr.\n";
+"        stderr.\n"
+"--json, --pretty  (parse, show, capture) one JSON object (compact, or\n"
+"        indented): parse {seed}; show and capture the record's fields\n"
+"        {seed, build_id, release, offset, note} (docs/fgk-seed.1.md).\n";
+
+static const struct option json_opts[] = {
+	CLI_JSON_OPTIONS,
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
 
 static int do_parse(int argc, char **argv)
 {
+	enum cli_output out = CLI_TEXT;
 	struct fgk_seed seed;
 	struct fgk_error *err;
 	char hex[FGK_SEED_HEX_LEN + 1];
+	int opt;
 
-	if (argc > 2)
+	optind = 1;
+	while ((opt = cli_getopt(&cmd_seed, argc, argv, "h", json_opts)) != -1) {
+		if (cli_json_option(&out, opt))
+			continue;
+		if (opt == 'h')
+			return cli_help(&cmd_seed);
+		return cli_usage_error(&cmd_seed, "bad option");
+	}
+	if (argc - optind > 1)
 		return cli_usage_error(&cmd_seed, "parse takes one TEXT");
-	if (argc == 2) {
-		err = fgk_seed_parse(argv[1], &seed);
+	if (optind < argc) {
+		err = fgk_seed_parse(argv[optind], &seed);
 	} else {
 		/* all of it: a seed followed by anything else is not a seed */
 		char *buf;
@@ -52,6 +72,15 @@ static int do_parse(int argc, char **argv)
 	}
 	if (err)
 		return cli_fail(err);
+	if (out != CLI_TEXT) {
+		struct json j;
+
+		cli_json_init(&j, out);
+		json_start_object(&j);
+		cli_json_seed_field(&j, "seed", &seed);
+		json_end_object(&j);
+		return cli_finish_stdout(0);
+	}
 	fgk_seed_format(&seed, hex);
 	puts(hex);
 	return cli_finish_stdout(0);
@@ -160,9 +189,12 @@ static int do_show(int argc, char **argv)
 		{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
 		{ "fetch", no_argument, NULL, OPT_FETCH },
 		{ "help", no_argument, NULL, 'h' },
+		CLI_JSON_OPTIONS,
 		{ 0 },
 	};
 	const char *vmlinux = NULL, *path;
+	char *checked = NULL;	/* the vmlinux the record was checked against */
+	enum cli_output out = CLI_TEXT;
 	struct fgk_seed_record rec;
 	bool fetch = false;
 	struct fgk_error *err;
@@ -171,6 +203,8 @@ static int do_show(int argc, char **argv)
 
 	optind = 1;
 	while ((opt = cli_getopt(&cmd_seed, argc, argv, "h", opts)) != -1) {
+		if (cli_json_option(&out, opt))
+			continue;
 		if (opt == 'h')
 			return cli_help(&cmd_seed);
 		if (opt == OPT_VMLINUX)
@@ -207,8 +241,9 @@ static int do_show(int argc, char **argv)
 		fgk_vmlinux_close(vm);
 		if (!err)
 			fprintf(stderr, "fgk: %s: vmlinux %s matches\n", path, found);
-		free(found);
+		checked = found;
 		if (err) {
+			free(checked);
 			fgk_seed_record_clear(&rec);
 			return cli_fail(err);
 		}
@@ -226,6 +261,19 @@ static int do_show(int argc, char **argv)
 			return cli_fail(err);
 		}
 	}
+	if (out != CLI_TEXT) {
+		struct json j;
+
+		cli_json_init(&j, out);
+		json_start_object(&j);
+		cli_json_record_fields(&j, &rec);
+		json_string_field(&j, "vmlinux", checked ? checked : vmlinux);
+		json_end_object(&j);
+		free(checked);
+		fgk_seed_record_clear(&rec);
+		return cli_finish_stdout(0);
+	}
+	free(checked);
 	err = fgk_seed_record_format(&rec, &text);
 	fgk_seed_record_clear(&rec);
 	if (err)
