@@ -461,6 +461,30 @@ def test_layout_from_kallsyms_fixture(fixtures, seed, tmp_path):
     assert m.stdout == cap.read_text()
 
 
+def test_base_offset_names_its_source(fixtures, tmp_path):
+    """Issue 27 (5): the base offset says where it came from.  With
+    --kallsyms and no record it came from the capture, not "from the seed
+    record"; --offset wins over both; a record's offset is the record's."""
+    vm = fixtures / "fixture.elf"
+    seed = "5a" * 32
+    cap, a, _ = kallsyms_round_trip(vm, seed, tmp_path)
+    assert a.returncode == 0, a.stderr
+    rec = tmp_path / "x.seed"
+    fgk("seed", "record", "--seed", seed, "--vmlinux", vm, "--offset", "0x1c000000",
+        "-o", rec, check=True)
+    oops = " [<ffffffff9d000010>] fn_tiny+0x0/0x6\n"
+    cases = [
+        (["--kallsyms", cap], "base offset 0x1c000000 (from the --kallsyms capture)"),
+        (["--kallsyms", cap, "--offset", "0x2000000"], "base offset 0x2000000 (from --offset)"),
+        (["--seed-file", rec], "base offset 0x1c000000 (from the seed record)"),
+        (["--seed", seed, "--offset", "0x1c000000"], "base offset 0x1c000000 (from --offset)"),
+    ]
+    for args, want in cases:
+        r = fgk("symbolize", vm, *args, input=oops)
+        assert want in r.stderr, (args, r.stderr)
+        assert "seed record" not in r.stderr or "--seed-file" in args, (args, r.stderr)
+
+
 # Seeds whose layouts of twins.elf sent the old gap search through every
 # permutation of the 14 same-sized sections without a symbol (it gave up
 # after MAX_STEPS and refused a real layout), and one that never did.
