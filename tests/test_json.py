@@ -114,3 +114,192 @@ def test_compact_is_json_lines_and_pretty_the_same_values(driver):
     assert jq(".", compact.decode(), "-c") == jq(".", pretty.decode(), "-c")
     assert jq("select(type == \"object\") | .addr", pretty.decode(), "-r") == \
         "0xffffffff81000000\n"
+
+
+# ---------------------------------------------------------------- commands
+#
+# Every command's --json against its own text output: the same facts, and
+# jq answers what a reader of the text answers.
+
+FGK = REPO / "build" / "bin" / "fgk"
+SEED = "5a" * 32
+OFFSET = "0x1c000000"
+
+
+def fgk(*args, input=None, status=0):
+    r = subprocess.run([str(FGK), *map(str, args)], capture_output=True, text=True,
+                       input=input)
+    assert r.returncode == status, f"fgk {args}: {r.returncode} {r.stderr}"
+    return r
+
+
+def parse_one(text):
+    vals = values(text.encode())
+    assert len(vals) == 1, text[:300]
+    return vals[0]
+
+
+@pytest.fixture(scope="module")
+def vm(elf_fixtures):
+    return elf_fixtures / "fixture.elf"
+
+
+def tsv(out):
+    lines = out.splitlines()
+    head = lines[0].split("\t")
+    return [dict(zip(head, line.split("\t"))) for line in lines[1:]]
+
+
+@pytest.mark.parametrize("pretty", [False, True])
+def test_layout_json_is_the_tsv(vm, pretty):
+    rows = tsv(fgk("layout", vm, "--seed", SEED).stdout)
+    out = fgk("layout", vm, "--seed", SEED, "--pretty" if pretty else "--json").stdout
+    assert (out.count("\n") > 1) == pretty
+    j = parse_one(out)
+    assert j["seed"] == SEED
+    assert [{k: str(v) for k, v in s.items()} for s in j["sections"]] == rows
+    assert j["start"] <= j["end"] <= j["limit"]
+    # jq: where did fn_tiny's section go, how many sections moved
+    want = next(r["new"] for r in rows if r["name"] == ".text.fn_tiny")
+    assert jq('.sections[] | select(.name == ".text.fn_tiny") | .new', out, "-r") == want + "\n"
+    assert jq("[.sections[] | select(.link != .new)] | length", out) == \
+        f"{sum(r['link'] != r['new'] for r in rows)}\n"
+
+
+def test_layout_json_from_kallsyms_has_no_seed(vm, tmp_path):
+    cap = tmp_path / "kallsyms"
+    fgk("map", vm, "--seed", SEED, "--offset", OFFSET, "-o", cap)
+    j = parse_one(fgk("layout", vm, "--kallsyms", cap, "--json").stdout)
+    assert j["seed"] is None and j["sections"]
+
+
+def test_layout_json_of_a_module():
+    from conftest import KERNEL_DIR
+    ko = next((KERNEL_DIR / "modules").rglob("fgk_test.ko"), None) \
+        if (KERNEL_DIR / "modules").is_dir() else None
+    if ko is None:
+        pytest.skip("no fgk_test.ko: run 'make kernel' first")
+    rows = tsv(fgk("layout", ko, "--seed", SEED).stdout)
+    out = fgk("layout", ko, "--seed", SEED, "--json").stdout
+    j = parse_one(out)
+    assert j["module"] == "fgk_test" and j["seed"] == SEED
+    assert j["vermagic"] and j["build_id"]
+    got = [{**{k: str(v) for k, v in s.items()},
+            "randomized": "yes" if s["randomized"] else "no"} for s in j["sections"]]
+    assert got == rows
+    assert jq("[.sections[] | select(.randomized)] | length", out) == \
+        f"{sum(r['randomized'] == 'yes' for r in rows)}\n"
+    assert parse_one(fgk("layout", ko, "--json").stdout)["seed"] is None
+
+
+@pytest.mark.parametrize("fmt", ["kallsyms", "system-map"])
+def test_map_json_is_the_map(vm, fmt, tmp_path):
+    text = fgk("map", vm, "--seed", SEED, "--offset", OFFSET, "--format", fmt).stdout
+    out = fgk("map", vm, "--seed", SEED, "--offset", OFFSET, "--format", fmt, "--json").stdout
+    j = parse_one(out)
+    assert (j["format"], j["seed"], j["offset"]) == (fmt, SEED, OFFSET)
+    lines = [line.split(" ", 2) for line in text.splitlines()]
+    assert [[s["address"], s["type"], s["name"]] for s in j["symbols"]] == \
+        [["0x" + a, t, n] for a, t, n in lines]
+    # jq: the address of fn_tiny, the symbols of type T
+    want = next(a for a, t, n in lines if n == "fn_tiny")
+    assert jq('.symbols[] | select(.name == "fn_tiny") | .address', out, "-r") == f"0x{want}\n"
+    assert jq('[.symbols[] | select(.type == "T")] | length', out) == \
+        f"{sum(t == 'T' for _, t, _ in lines)}\n"
+    # -o FILE: the JSON goes to FILE, private like the text map
+    o = tmp_path / "map.json"
+    r = fgk("map", vm, "--seed", SEED, "--offset", OFFSET, "--format", fmt, "--pretty", "-o", o)
+    assert r.stdout == "" and (o.stat().st_mode & 0o777) == 0o600
+    assert values(o.read_bytes()) == [j]
+
+
+def test_addr_json_lines_are_the_items(vm):
+    runtime = fgk("addr", vm, "--seed", SEED, "--offset", OFFSET, "fn_tiny").stdout.split("\t")[1]
+    items = ["fn_tiny", "fn_tiny+0x2", runtime, "no_such_fn", "0x10", "fn_big+0x10/0x11f"]
+    text = fgk("addr", vm, "--seed", SEED, "--offset", OFFSET, *items, status=1)
+    js = fgk("addr", vm, "--seed", SEED, "--offset", OFFSET, "--json", *items, status=1)
+    assert js.stderr == text.stderr                 # the same errors, one line each
+    lines = js.stdout.splitlines()
+    assert len(lines) == len(items)                 # one object per item, in order
+    objs = [json.loads(line) for line in lines]
+    ok = [o for o in objs if o["error"] is None]
+    bad = [o for o in objs if o["error"] is not None]
+    assert [o["item"] for o in bad] == ["no_such_fn", "0x10"]
+    assert ["fgk: " + o["error"] for o in bad] == text.stderr.splitlines()
+    assert all(o["runtime"] is None and o["symbol"] is None for o in bad)
+    rows = [line.split("\t") for line in text.stdout.splitlines()]
+    assert [[o["item"], o["runtime"], o["link"],
+             f"{o['symbol']}+{o['offset']}/{o['size']}", o["section"] or "-"] for o in ok] == rows
+    # stdin gives the same stream; jq -s gathers it
+    stdin = fgk("addr", vm, "--seed", SEED, "--offset", OFFSET, "--json",
+                input="\n".join(items) + "\n", status=1)
+    assert stdin.stdout == js.stdout
+    assert jq("map(select(.error == null)) | length", js.stdout, "-s") == f"{len(ok)}\n"
+    assert jq('select(.item == "fn_tiny") | .runtime', js.stdout, "-r") == runtime + "\n"
+
+
+def test_seed_parse_json():
+    text = "fgkaslr_seed=" + SEED.upper()
+    for args, inp in ([(text,), None], [(), text + "\n"]):
+        canon = fgk("seed", "parse", *args, input=inp).stdout
+        out = fgk("seed", "parse", "--json", *args, input=inp).stdout
+        assert jq(".seed", out, "-r") == canon
+    fgk("seed", "parse", "--json", "00", status=1)
+
+
+def record_dict(text):
+    return dict(line.split(": ", 1) for line in text.splitlines() if line)
+
+
+def test_seed_show_json(vm, tmp_path):
+    rec = tmp_path / "x.seed"
+    fgk("seed", "record", "--seed", SEED, "--vmlinux", vm, "--offset", OFFSET,
+        "--note", "tab\tless \u00e9", "-o", rec)
+    want = record_dict(fgk("seed", "show", rec).stdout)
+    j = parse_one(fgk("seed", "show", rec, "--vmlinux", vm, "--json").stdout)
+    assert {k.replace("-", "_"): v for k, v in want.items()} == \
+        {k: v for k, v in j.items() if k in ("seed", "build_id", "release", "offset", "note")}
+    assert j["vmlinux"] == str(vm)
+    assert parse_one(fgk("seed", "show", rec, "--json").stdout)["vmlinux"] is None
+    # absent keys are null
+    example = parse_one(fgk("seed", "show", REPO / "seeds" / "example.seed", "--json").stdout)
+    assert example["build_id"] is None and example["offset"] is None
+    # a record of another vmlinux: the error, no JSON
+    r = fgk("seed", "show", rec, "--vmlinux", vm.parent / "relocs.elf", "--json", status=1)
+    assert r.stdout == "" and len(r.stderr.splitlines()) == 1
+
+
+def test_seed_capture_json(vm, tmp_path):
+    log = tmp_path / "console.log"
+    log.write_text(f"[    0.000000] Linux version 6.1.0-fgk (x@y)\r\n{SEED}\r\n"
+                   "Kernel Offset: 0x1c000000 from 0xffffffff81000000\r\n")
+    rec = tmp_path / "c.seed"
+    out = fgk("seed", "capture", "--text", log, "--vmlinux", vm, "--note", "n",
+              "--json", "-o", rec).stdout
+    j = parse_one(out)
+    want = record_dict(rec.read_text())
+    assert {k.replace("-", "_"): v for k, v in want.items()} == \
+        {k: v for k, v in j.items() if k in ("seed", "build_id", "release", "offset", "note")}
+    assert j["source"] == {"kind": "text", "path": str(log)} and j["output"] == str(rec)
+    # without -o: JSON only, the same record
+    j2 = parse_one(fgk("seed", "capture", "--text", log, "--vmlinux", vm, "--note", "n",
+                       "--json").stdout)
+    assert {**j2, "output": str(rec)} == j
+    assert jq(".offset", out, "-r") == OFFSET + "\n"
+
+
+def test_hostile_section_name_stays_valid_json(vm, tmp_path):
+    """A section name with a byte that is not UTF-8, a terminal escape and a
+    quote (a crafted vmlinux): --json is still valid JSON, the name read
+    back as the Unicode standard's replacement of the same bytes."""
+    data = vm.read_bytes()
+    old, new = b".text.fn_tiny\0", b'.text.\xff\x1b"tiny\0'
+    assert data.count(old) == 1 and len(old) == len(new)
+    bad = tmp_path / "hostile.elf"
+    bad.write_bytes(data.replace(old, new))
+    out = subprocess.run([FGK, "layout", bad, "--seed", SEED, "--json"],
+                         capture_output=True).stdout
+    assert b"\x1b" not in out
+    names = [s["name"] for s in values(out)[0]["sections"]]
+    assert new[:-1].decode("utf-8", "replace") in names
+    assert jq(".sections | length", out.decode()) == f"{len(names)}\n"
