@@ -57,7 +57,7 @@ demo: kernel tools
 # fgk-gdb's core, hostile inputs, the modes of files that hold a seed, and
 # the built fgk_test.ko's layout and frames (skipped before make kernel).
 UNIT_TESTS := tests/test_libfgk.py tests/test_seed_corpus.py tests/test_help.py fgk-gdb/tests \
-	tests/test_hostile.py tests/test_file_modes.py tests/test_modules.py
+	tests/test_hostile.py tests/test_file_modes.py tests/test_modules.py tests/test_json.py
 # SANITIZE=1: the C tests run on an ASan+UBSan build (layout-tools/Makefile),
 # and tests/test_hostile.py runs the sanitized fgk (build/sanitize/bin/fgk)
 ifeq ($(SANITIZE),1)

@@ -190,44 +190,22 @@ void json_null(struct json *j) { scalar(j, "null"); }
 void json_hex(struct json *j, uint64_t v) { scalar(j, "\"0x%" PRIx64 "\"", v); }
 void json_addr(struct json *j, uint64_t v) { scalar(j, "\"0x%016" PRIx64 "\"", v); }
 
-void json_string_field(struct json *j, const char *name, const char *s)
-{
-	json_name(j, name);
-	json_string(j, s);
+/* json_<kind>_field(j, name, v): json_name, then json_<kind>. */
+#define FIELD(kind, type)						\
+void json_##kind##_field(struct json *j, const char *name, type v)	\
+{									\
+	json_name(j, name);						\
+	json_##kind(j, v);						\
 }
-
-void json_u64_field(struct json *j, const char *name, uint64_t v)
-{
-	json_name(j, name);
-	json_u64(j, v);
-}
-
-void json_i64_field(struct json *j, const char *name, int64_t v)
-{
-	json_name(j, name);
-	json_i64(j, v);
-}
-
-void json_bool_field(struct json *j, const char *name, bool v)
-{
-	json_name(j, name);
-	json_bool(j, v);
-}
+FIELD(string, const char *)
+FIELD(u64, uint64_t)
+FIELD(i64, int64_t)
+FIELD(bool, bool)
+FIELD(hex, uint64_t)
+FIELD(addr, uint64_t)
 
 void json_null_field(struct json *j, const char *name)
 {
 	json_name(j, name);
 	json_null(j);
-}
-
-void json_hex_field(struct json *j, const char *name, uint64_t v)
-{
-	json_name(j, name);
-	json_hex(j, v);
-}
-
-void json_addr_field(struct json *j, const char *name, uint64_t v)
-{
-	json_name(j, name);
-	json_addr(j, v);
 }
