@@ -234,6 +234,12 @@ def test_addr_json_lines_are_the_items(vm):
     stdin = fgk("addr", vm, "--seed", SEED, "--offset", OFFSET, "--json",
                 input="\n".join(items) + "\n", status=1)
     assert stdin.stdout == js.stdout
+    # a blank line is no item; an overlong one an item with its error
+    long = fgk("addr", vm, "--seed", SEED, "--json", input="fn_tiny\n\n" + "x" * 2000 + "\n",
+               status=1)
+    objs = [json.loads(line) for line in long.stdout.splitlines()]
+    assert [o["error"] is None for o in objs] == [True, False]
+    assert "fgk: " + objs[1]["error"] == long.stderr.strip()
     assert jq("map(select(.error == null)) | length", js.stdout, "-s") == f"{len(ok)}\n"
     assert jq('select(.item == "fn_tiny") | .runtime', js.stdout, "-r") == runtime + "\n"
 

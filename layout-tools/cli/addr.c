@@ -39,10 +39,9 @@ CLI_TARGET_HELP
 
 /* The item as one JSON object (docs/fgk-addr.1.md, JSON OUTPUT). */
 static void item_json(enum cli_output out, const char *item,
-		      const struct fgk_addr *a, struct fgk_error *err)
+		      const struct fgk_addr *a, const char *err)
 {
 	struct json j;
-	char buf[2048];
 
 	cli_json_init(&j, out);
 	json_start_object(&j);
@@ -63,8 +62,7 @@ static void item_json(enum cli_output out, const char *item,
 		json_null_field(&j, "size");
 	}
 	json_string_field(&j, "section", !err && a->section ? a->section->name : NULL);
-	json_string_field(&j, "error",
-			  err ? fgk_error_string(err, buf, sizeof(buf)) : NULL);
+	json_string_field(&j, "error", err);
 	json_end_object(&j);
 }
 
@@ -74,15 +72,31 @@ static int one(struct cli_target *t, const struct fgk_layout *l,
 {
 	struct fgk_addr a;
 	struct fgk_error *err = fgk_addr_translate(t->vm, l, t->offset, item, &a);
+	char buf[2048];
 
 	if (out != CLI_TEXT && (err || a.item))
-		item_json(out, item, &a, err);
+		item_json(out, item, &a,
+			  err ? fgk_error_string(err, buf, sizeof(buf)) : NULL);
 	if (err)
 		return cli_fail(err);
 	if (a.line && out == CLI_TEXT)
 		puts(a.line);
 	fgk_addr_clear(&a);
 	return 0;
+}
+
+/* A line of stdin: an item, or too long to be one (returns 1). */
+static int stdin_item(struct cli_target *t, const struct fgk_layout *l,
+		      const char *line, bool overlong, enum cli_output out)
+{
+	char msg[96];
+
+	if (!overlong)
+		return one(t, l, line, out);
+	snprintf(msg, sizeof(msg), "stdin: %.40s...: item too long", line);
+	if (out != CLI_TEXT)
+		item_json(out, line, NULL, msg);
+	return cli_errorf("%s", msg);
 }
 
 static int run(int argc, char **argv)
@@ -146,8 +160,7 @@ static int run(int argc, char **argv)
 				continue;
 			}
 			line[n] = '\0';
-			if (overlong ? cli_errorf("stdin: %.40s...: item too long", line)
-				     : one(&t, l, line, out))
+			if (stdin_item(&t, l, line, overlong, out))
 				status = 1;
 			fflush(stdout);
 			n = 0;
@@ -155,8 +168,7 @@ static int run(int argc, char **argv)
 		}
 		if (c == EOF && (n || overlong)) {
 			line[n] = '\0';
-			if (overlong ? cli_errorf("stdin: %.40s...: item too long", line)
-				     : one(&t, l, line, out))
+			if (stdin_item(&t, l, line, overlong, out))
 				status = 1;
 		}
 	}
