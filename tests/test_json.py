@@ -27,15 +27,33 @@ def jq(filter_, text, *args):
     return r.stdout
 
 
+def build_driver(out, *flags):
+    cc = os.environ.get("CC", "cc")
+    return subprocess.run([cc, "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-D_GNU_SOURCE",
+                           *flags, "-o", str(out), str(TOOLS / "tests" / "json_driver.c"),
+                           str(TOOLS / "cli" / "json.c")], capture_output=True, text=True)
+
+
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
-    cc = os.environ.get("CC", "cc")
     out = tmp_path_factory.mktemp("json") / "json_driver"
-    r = subprocess.run([cc, "-Wall", "-Wextra", "-Werror", "-std=gnu11", "-D_GNU_SOURCE",
-                        "-o", str(out), str(TOOLS / "tests" / "json_driver.c"),
-                        str(TOOLS / "cli" / "json.c")], capture_output=True, text=True)
+    r = build_driver(out)
     assert r.returncode == 0, r.stderr
     return out
+
+
+@pytest.fixture(scope="module")
+def asan_driver(tmp_path_factory):
+    d = tmp_path_factory.mktemp("json")
+    san = ["-g", "-O1", "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
+    (d / "t.c").write_text("int main(void) { return 0; }\n")
+    r = subprocess.run([os.environ.get("CC", "cc"), *san, "-o", str(d / "t"), str(d / "t.c")],
+                       capture_output=True, text=True)
+    if r.returncode:
+        pytest.skip(f"no ASan/UBSan with this compiler: {r.stderr.strip()[:200]}")
+    r = build_driver(d / "json_driver_asan", *san)
+    assert r.returncode == 0, r.stderr
+    return d / "json_driver_asan"
 
 
 def drive(driver, strings, pretty=False):
@@ -76,6 +94,22 @@ STRINGS = [
 def test_strings_follow_the_unicode_replacement_rules(driver):
     doc = values(drive(driver, STRINGS))[0]
     assert doc["strings"] == [s.decode("utf-8", "replace") for s in STRINGS]
+
+
+def test_random_bytes_under_asan(asan_driver):
+    """4000 random byte strings, mostly high bytes and truncated sequences
+    at the very end of exactly-sized buffers: ASan/UBSan stay quiet and
+    every string reads back as Python's replacement decoding."""
+    import random
+    rnd = random.Random(27)
+    alphabet = [0x00, 0x1f, 0x22, 0x41, 0x5c, 0x7f, 0x80, 0x8f, 0x90, 0x9f, 0xa0, 0xbf,
+                0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee, 0xef, 0xf0, 0xf1,
+                0xf3, 0xf4, 0xf5, 0xff]
+    for _ in range(4):
+        strings = [bytes(rnd.choice(alphabet) if rnd.random() < 0.8 else rnd.randrange(256)
+                         for _ in range(rnd.randrange(0, 9))) for _ in range(1000)]
+        doc = values(drive(asan_driver, strings))[0]
+        assert doc["strings"] == [s.decode("utf-8", "replace") for s in strings]
 
 
 def test_output_is_strict_json_without_raw_control_bytes(driver):
