@@ -45,7 +45,9 @@ static int usage(FILE *f)
 		fprintf(f, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
 	fprintf(f, "  %-10s %s\n", "help", "show this text, or 'fgk help COMMAND'");
 	fputs("\n"
-	      "Every command accepts --help.  Man pages: docs/fgk.1.md, docs/fgk-COMMAND.1.md.\n",
+	      "Every command accepts --help; 'fgk --version' names the versions of fgk,\n"
+	      "the layout spec and the libfgk ABI.  Man pages: docs/fgk.1.md,\n"
+	      "docs/fgk-COMMAND.1.md.\n",
 	      f);
 	return 0;
 }
