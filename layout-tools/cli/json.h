@@ -13,7 +13,11 @@
  *    (< 0x20, and 0x7f) are escaped (\n \t \r \b \f, else \u00XX); bytes
  *    that are not valid UTF-8 (stray continuation bytes, overlong forms,
  *    surrogates, > U+10FFFF, truncated sequences) become U+FFFD, one per
- *    invalid byte, so the output is always valid JSON.
+ *    maximal invalid subpart (Unicode's recommended practice, what
+ *    Python's errors="replace" does), so the output is always valid JSON.
+ *  - Usage: json_init, then values; inside an object, json_name before
+ *    each value (or the json_*_field shorthands).  Nesting is at most
+ *    JSON_MAX_DEPTH (asserted).
  *  - Compact by default (--json: one line per top-level value); pretty
  *    (--pretty) indents by 2 spaces.  Each top-level value ends with "\n",
  *    so several top-level values form JSON Lines.
