@@ -287,6 +287,26 @@ def test_seed_parse_json():
     fgk("seed", "parse", "--json", "00", status=1)
 
 
+def test_seed_random_json():
+    a, b = (parse_one(fgk("seed", "random", "--json").stdout)["seed"] for _ in range(2))
+    assert a != b
+    for s in (a, b):
+        assert fgk("seed", "parse", s).stdout == s + "\n"      # canonical already
+
+
+def test_seed_record_json(vm, tmp_path):
+    rec = tmp_path / "r.seed"
+    args = ["seed", "record", "--seed", SEED, "--vmlinux", vm, "--offset", OFFSET]
+    text = fgk(*args).stdout
+    j = parse_one(fgk(*args, "--json", "-o", rec).stdout)
+    assert rec.read_text() == text
+    want = record_dict(text)
+    assert {k.replace("-", "_"): v for k, v in want.items()} == \
+        {k: v for k, v in j.items() if k in want or k == "build_id"}
+    assert j["note"] is None and j["vmlinux"] == str(vm) and j["output"] == str(rec)
+    assert jq(".build_id", fgk(*args, "--json").stdout, "-r").strip() == want["build-id"]
+
+
 def record_dict(text):
     return dict(line.split(": ", 1) for line in text.splitlines() if line)
 

@@ -8,9 +8,9 @@
 
 static const char help[] =
 "usage: fgk seed parse [--json | --pretty] [TEXT]\n"
-"       fgk seed random\n"
+"       fgk seed random [--json | --pretty]\n"
 "       fgk seed record (--seed SEED | --seed-file RECORD) --vmlinux VMLINUX\n"
-"                       [--offset BASE] [--note NOTE] [-o FILE]\n"
+"                       [--offset BASE] [--note NOTE] [--json | --pretty] [-o FILE]\n"
 "       fgk seed show FILE [--vmlinux VMLINUX | --fetch] [--json | --pretty]\n"
 "       fgk seed capture (--vmcore DUMP | --text FILE | --oops FILE --vmlinux VMLINUX)\n"
 "                        [--note NOTE] [--json | --pretty] [-o FILE]\n"
@@ -28,9 +28,10 @@ static const char help[] =
 "        record's build-id up (/usr/lib/debug, /lib/modules/RELEASE/build,\n"
 "        then debuginfod with $DEBUGINFOD_URLS set), check it, name it on\n"
 "        stderr.\n"
-"--json, --pretty  (parse, show, capture) one JSON object (compact, or\n"
-"        indented): parse {seed}; show and capture the record's fields\n"
-"        {seed, build_id, release, offset, note} (docs/fgk-seed.1.md).\n";
+"--json, --pretty  one JSON object instead of the text (compact, or\n"
+"        indented): parse and random {seed}; record, show and capture the\n"
+"        record's fields {seed, build_id, release, offset, note, ...}\n"
+"        (docs/fgk-seed.1.md).  With -o FILE, FILE still gets the record.\n";
 
 static const struct option json_opts[] = {
 	CLI_JSON_OPTIONS,
@@ -38,12 +39,14 @@ static const struct option json_opts[] = {
 	{ 0 },
 };
 
-static int do_parse(int argc, char **argv)
+/* parse [TEXT] and random (argv[0]): a seed, as text or JSON. */
+static int do_parse_random(int argc, char **argv)
 {
+	bool parse = !strcmp(argv[0], "parse");
 	enum cli_output out = CLI_TEXT;
+	char hex[FGK_SEED_HEX_LEN + 1];
 	struct fgk_seed seed;
 	struct fgk_error *err;
-	char hex[FGK_SEED_HEX_LEN + 1];
 	int opt;
 
 	optind = 1;
@@ -54,9 +57,12 @@ static int do_parse(int argc, char **argv)
 			return cli_help(&cmd_seed);
 		return cli_usage_error(&cmd_seed, "bad option");
 	}
-	if (argc - optind > 1)
-		return cli_usage_error(&cmd_seed, "parse takes one TEXT");
-	if (optind < argc) {
+	if (argc - optind > parse)
+		return cli_usage_error(&cmd_seed, parse ? "parse takes one TEXT"
+					       : "random takes no arguments");
+	if (!parse) {
+		err = fgk_seed_random(&seed);
+	} else if (optind < argc) {
 		err = fgk_seed_parse(argv[optind], &seed);
 	} else {
 		/* all of it: a seed followed by anything else is not a seed */
@@ -79,27 +85,10 @@ static int do_parse(int argc, char **argv)
 		json_start_object(&j);
 		cli_json_seed_field(&j, "seed", &seed);
 		json_end_object(&j);
-		return cli_finish_stdout(0);
+	} else {
+		fgk_seed_format(&seed, hex);
+		puts(hex);
 	}
-	fgk_seed_format(&seed, hex);
-	puts(hex);
-	return cli_finish_stdout(0);
-}
-
-static int do_random(int argc, char **argv)
-{
-	struct fgk_seed seed;
-	struct fgk_error *err;
-	char hex[FGK_SEED_HEX_LEN + 1];
-
-	(void)argv;
-	if (argc > 1)
-		return cli_usage_error(&cmd_seed, "random takes no arguments");
-	err = fgk_seed_random(&seed);
-	if (err)
-		return cli_fail(err);
-	fgk_seed_format(&seed, hex);
-	puts(hex);
 	return cli_finish_stdout(0);
 }
 
@@ -113,8 +102,10 @@ static int do_record(int argc, char **argv)
 		{ "vmlinux", required_argument, NULL, OPT_VMLINUX },
 		{ "note", required_argument, NULL, OPT_NOTE },
 		{ "output", required_argument, NULL, 'o' },
+		CLI_JSON_OPTIONS,
 		{ 0 },
 	};
+	enum cli_output json = CLI_TEXT;
 	struct cli_target t = { 0 };
 	struct fgk_seed_record rec = { 0 };
 	const char *note = NULL, *output = NULL;
@@ -123,7 +114,7 @@ static int do_record(int argc, char **argv)
 
 	optind = 1;
 	while ((opt = cli_getopt(&cmd_seed, argc, argv, "ho:", opts)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+		if (cli_target_option(&t, opt, optarg) || cli_json_option(&json, opt))
 			continue;
 		switch (opt) {
 		case 'h':
@@ -166,7 +157,18 @@ static int do_record(int argc, char **argv)
 	if (output) {
 		err = fgk_seed_record_write(&rec, output);
 		rc = err ? cli_fail(err) : 0;
-	} else {
+	}
+	if (json != CLI_TEXT && !rc) {
+		struct json j;
+
+		cli_json_init(&j, json);
+		json_start_object(&j);
+		cli_json_record_fields(&j, &rec);
+		json_string_field(&j, "vmlinux", t.vmlinux);
+		json_string_field(&j, "output", output);
+		json_end_object(&j);
+		rc = cli_finish_stdout(0);
+	} else if (!output) {
 		char *text;
 
 		err = fgk_seed_record_format(&rec, &text);
@@ -289,10 +291,8 @@ static int run(int argc, char **argv)
 		return cli_usage_error(&cmd_seed, "missing subcommand (parse, random, record, show, capture)");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return cli_help(&cmd_seed);
-	if (!strcmp(argv[1], "parse"))
-		return do_parse(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "random"))
-		return do_random(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "parse") || !strcmp(argv[1], "random"))
+		return do_parse_random(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "record"))
 		return do_record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "show"))
