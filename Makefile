@@ -11,6 +11,10 @@
 #   make check-debian  build Debian's config (KVARIANT=debian, ~35 min) and
 #                  run every test against it, plus tests/test_debian.py
 #   make bench     run the benchmark scripts under bench/
+#   make install   PREFIX=/usr/local DESTDIR=: fgk, libfgk, fgk.h, libfgk.pc,
+#                  man pages, the Python binding, fgk-gdb (docs/building.md)
+#   make uninstall remove exactly what make install installed
+#   make deb       Debian packages into build/deb/ (debian/, dpkg-buildpackage)
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS in all (docs/fuzzing.md)
 #   SANITIZE=1     check/check-unit: the C tests and fgk built with ASan+UBSan
 #                  (build/sanitize/); tests/test_hostile.py runs that fgk
@@ -24,11 +28,12 @@ export KVARIANT PYTHON
 
 DEPS_STAMP := build/.deps
 
-.PHONY: all deps kernel tools demo check check-unit check-debian bench clean distclean help fuzz
+.PHONY: all deps kernel tools demo check check-unit check-debian bench clean distclean help fuzz \
+	install uninstall deb
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,21p' Makefile | sed 's/^# \{0,1\}//'
 
 all: kernel tools
 
@@ -88,6 +93,43 @@ fuzz: $(DEPS_STAMP)
 
 bench: kernel tools
 	@scripts/bench
+
+# ---- installation (docs/building.md, "Installing").  PREFIX=/usr gives
+# Debian's paths (multiarch libdir, /usr/lib/python3/dist-packages); fgk-gdb's
+# loader goes into gdb's own data directory, the one place every gdb reads
+# at startup.  The manifest lists what was installed, for make uninstall.
+PREFIX ?= /usr/local
+DESTDIR ?=
+MULTIARCH := $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
+INSTALL_LIBDIR ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/$(MULTIARCH),$(PREFIX)/lib)
+INSTALL_PYDIR ?= $(if $(filter /usr,$(PREFIX)),/usr/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')/dist-packages)
+GDB_DATADIR ?= /usr/share/gdb
+INSTALL_MANIFEST ?= $(CURDIR)/build/install-manifest$(if $(DESTDIR),-$(subst /,_,$(abspath $(DESTDIR))))
+INSTALL_ENV = PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) LIBDIR=$(INSTALL_LIBDIR) PYDIR=$(INSTALL_PYDIR) \
+	GDB_DATADIR=$(GDB_DATADIR) MANIFEST=$(INSTALL_MANIFEST) BUILD=$(CURDIR)/build PYTHON=$(PYTHON)
+
+# no $(DEPS_STAMP): dpkg-buildpackage runs this with Build-Depends checked
+install:
+	$(MAKE) -C layout-tools install-files
+	$(INSTALL_ENV) scripts/install install
+
+uninstall:
+	$(INSTALL_ENV) scripts/install uninstall
+
+# Debian packages from the files git knows (committed or not), built in a
+# copy under build/deb/src so that dpkg-buildpackage's ../ is build/deb.
+DEB_VERSION = $(shell dpkg-parsechangelog -l debian/changelog -S Version)
+deb: $(DEPS_STAMP)
+	rm -rf build/deb && mkdir -p build/deb/src/fgk-$(DEB_VERSION)
+	git ls-files -z --cached --others --exclude-standard --deduplicate | \
+		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
+		tar -xf - -C build/deb/src/fgk-$(DEB_VERSION)
+	cd build/deb/src/fgk-$(DEB_VERSION) && \
+		dpkg-buildpackage -b -uc -us --no-sign -j$$(nproc) >../../build.log 2>&1 || \
+		{ tail -40 ../../build.log; echo "make deb: failed, log in build/deb/build.log" >&2; exit 1; }
+	mv build/deb/src/*.deb build/deb/src/*.changes build/deb/src/*.buildinfo build/deb/
+	rm -rf build/deb/src
+	@ls build/deb/*.deb
 
 clean:
 	rm -rf build/runs build/initramfs

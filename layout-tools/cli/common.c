@@ -300,7 +300,7 @@ static int by_build_id(const char *const *dirs, const char *build_id,
 {
 	struct fgk_error *err, *ferr;
 	struct fgk_fetch f = { 0 };
-	char buf[2048];
+	char buf[4096], fbuf[1024];
 
 	err = fgk_vmlinux_find(dirs, build_id, release, vm);
 	if (!err) {
@@ -315,13 +315,17 @@ static int by_build_id(const char *const *dirs, const char *build_id,
 	if (!fgk_debuginfod_enabled()) {
 		fgk_error_string(err, buf, sizeof(buf));
 		fgk_error_free(err);
-		return cli_errorf("%s; set DEBUGINFOD_URLS to fetch it through debuginfod",
+		return cli_errorf("%s; set DEBUGINFOD_URLS to fetch it through debuginfod, or give its path",
 				  buf);
 	}
 	ferr = fgk_vmlinux_fetch(build_id, &f, vm);
 	if (ferr) {
+		/* one line: every place looked at, debuginfod's answer last */
+		fgk_error_string(err, buf, sizeof(buf));
+		fgk_error_string(ferr, fbuf, sizeof(fbuf));
 		fgk_error_free(err);
-		return cli_fail(ferr);
+		fgk_error_free(ferr);
+		return cli_errorf("%s; %s", buf, fbuf);
 	}
 	fgk_error_free(err);
 	if (f.url)

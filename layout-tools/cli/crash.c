@@ -31,8 +31,9 @@ static const char help[] =
 "\n"
 "(--kaslr=auto when the dump does not say).  Without VMLINUX, the vmlinux\n"
 "with the dump's build-id is looked for next to the dump, in ./vmlinux,\n"
-"build/kernel/vmlinux of the tree fgk was built in, /usr/lib/debug and\n"
-"/lib/modules/RELEASE/build, then, with $DEBUGINFOD_URLS set, fetched by\n"
+"where gdb and crash look (/usr/lib/debug/.build-id, /usr/lib/debug/boot/\n"
+"vmlinux-RELEASE, /usr/lib/debug/lib/modules/RELEASE/vmlinux and\n"
+"/lib/modules/RELEASE/build/vmlinux), then, with $DEBUGINFOD_URLS set, fetched by\n"
 "build-id through debuginfod (said on stderr; libdebuginfod's cache and\n"
 "timeouts apply).\n"
 "\n"
@@ -247,52 +248,26 @@ static char *dir_of(const char *path)
 }
 
 /*
- * build/kernel of the tree this fgk was built in (build/bin/fgk ->
- * build/kernel), or NULL: the program knows where it is, the library not.
- */
-static char *build_tree_kernel_dir(void)
-{
-	char exe[PATH_MAX], *d, *up, *ret = NULL;
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (len <= 0)
-		return NULL;
-	exe[len] = '\0';
-	d = dir_of(exe);	/* build/bin */
-	if (!d)
-		return NULL;
-	up = strrchr(d, '/');	/* build/bin -> build */
-	if (up && up != d) {
-		*up = '\0';
-		if (asprintf(&ret, "%s/kernel", d) < 0)
-			ret = NULL;
-	}
-	free(d);
-	return ret;
-}
-
-/*
  * The vmlinux with the dump's build-id: fgk_vmlinux_find in the dump's
- * directory, ./ and the build tree's build/kernel, then the system's paths,
- * then debuginfod (cli_vmlinux_by_build_id).  0 or the exit status.
+ * directory and ./, then where gdb and crash look (/usr/lib/debug,
+ * /lib/modules/RELEASE/build), then debuginfod (cli_vmlinux_by_build_id).
+ * Never "the tree fgk was built in": an installed fgk has none.  0 or the
+ * exit status (the error, one line, printed).
  */
 static int find_vmlinux(struct crash_run *c)
 {
-	char *near = dir_of(c->dump), *tree = build_tree_kernel_dir();
-	const char *dirs[4];
+	char *near = dir_of(c->dump);
+	const char *dirs[3];
 	size_t n = 0;
 	int rc;
 
 	if (near)
 		dirs[n++] = near;
 	dirs[n++] = ".";
-	if (tree)
-		dirs[n++] = tree;
 	dirs[n] = NULL;
 	rc = cli_vmlinux_by_build_id(dirs, c->vi.build_id, c->vi.osrelease,
 				     &c->t.vm, &c->t.fetched);
 	free(near);
-	free(tree);
 	return rc;
 }
 
@@ -310,10 +285,8 @@ static int open_vmlinux(struct crash_run *c)
 	} else if (c->vi.build_id) {
 		int rc = find_vmlinux(c);
 
-		if (rc) {
-			fprintf(stderr, "fgk crash: %s: give VMLINUX\n", c->dump);
+		if (rc)
 			return rc;
-		}
 		t->vmlinux = t->fetched;
 	} else {
 		return cli_usage_error(&cmd_crash, "the dump does not name its build-id: give VMLINUX");

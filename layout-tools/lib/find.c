@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Where the vmlinux of a build-id is looked for (fgk crash without
- * VMLINUX): the caller's directories, in its order, then the distribution's
- * debug paths and the release's build tree.  The library itself looks
- * nowhere else: not at the working directory, not next to the program it
- * runs in (that may be python or gdb).
+ * VMLINUX): the caller's directories, in its order, then where gdb and
+ * crash look: the distribution's debug paths and the release's build tree
+ * (/lib/modules/RELEASE/build).  The library itself looks nowhere else: not
+ * at the working directory, not next to the program it runs in (that may be
+ * python or gdb, or an installed /usr/bin/fgk).  The error names every
+ * place looked at, in one line.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,32 +86,36 @@ struct fgk_error *fgk_vmlinux_find(const char *const *dirs,
 	n = candidates(dirs, build_id, release, cands);
 	for (size_t i = 0; i < n && !*ret; i++) {
 		struct fgk_vmlinux *vm;
-		const char *id;
+		const char *id, *why = NULL;	/* absent: only named */
 		size_t used = strlen(tried);
+		char idbuf[300];
 
-		if (access(cands[i], R_OK) != 0)
-			continue;
-		err = fgk_vmlinux_open(cands[i], &vm);
-		if (err) {
+		if (access(cands[i], R_OK) != 0) {
+			/* absent or unreadable */
+		} else if ((err = fgk_vmlinux_open(cands[i], &vm))) {
 			fgk_error_free(err);
 			err = NULL;
-			continue;
+			why = "not a readable ELF";
+		} else {
+			id = fgk_vmlinux_build_id(vm);
+			if (id && !strcmp(id, build_id)) {
+				*ret = vm;
+				break;
+			}
+			snprintf(idbuf, sizeof(idbuf), "build-id %s", id ? id : "none");
+			why = idbuf;
+			fgk_vmlinux_close(vm);
 		}
-		id = fgk_vmlinux_build_id(vm);
-		if (id && !strcmp(id, build_id)) {
-			*ret = vm;
-			break;
-		}
-		snprintf(tried + used, sizeof(tried) - used, "%s%s (%s)",
-			 used ? ", " : "", cands[i], id ? id : "no build-id");
-		fgk_vmlinux_close(vm);
+		snprintf(tried + used, sizeof(tried) - used, "%s%s%s%s%s",
+			 used ? ", " : "", cands[i], why ? " (" : "",
+			 why ? why : "", why ? ")" : "");
 	}
 	for (size_t i = 0; i < n; i++)
 		free(cands[i]);
 	free(cands);
 	if (!*ret)
 		err = fgk_error_new(FGK_ERR_LOOKUP, NULL,
-				    "no vmlinux with build-id %s found%s%s",
-				    build_id, tried[0] ? "; tried " : "", tried);
+				    "no vmlinux with build-id %s in %s",
+				    build_id, tried);
 	return err;
 }

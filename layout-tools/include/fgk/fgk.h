@@ -520,12 +520,11 @@ struct fgk_error *fgk_vmlinux_kind(struct fgk_vmlinux *vm,
  * and, with release, /usr/lib/debug/boot/vmlinux-RELEASE,
  * /usr/lib/debug/lib/modules/RELEASE/vmlinux and /lib/modules/RELEASE/build/vmlinux.
  * The library looks nowhere else: the places only the caller knows (the
- * dump's directory, the working directory, a build tree) come in dirs.
- * `fgk crash` passes the dump's directory, "." and the build/kernel
- * directory of the tree fgk was built in.
+ * dump's directory, the working directory) come in dirs.  `fgk crash`
+ * passes the dump's directory and ".".
  * The first readable ELF with that build-id is opened into *ret; else
- * FGK_ERR_LOOKUP, whose message lists the candidates found with their
- * build-ids.
+ * FGK_ERR_LOOKUP, whose one-line message lists every path looked at, with
+ * the build-id of each one that exists.
  */
 struct fgk_error *fgk_vmlinux_find(const char *const *dirs,
 				   const char *build_id, const char *release,
