@@ -5,6 +5,9 @@
 # nowhere else: <repo>/python (next to this directory), which loads
 # <repo>/build/lib/libfgk.so.1 (`make tools`; $FGK_LIBFGK overrides).  A gdb
 # that has only the repository and a built build/ is enough.
+# Installed (make install, the fgk-gdb package), gdb loads the commands at
+# startup with no `source` line: fgk-gdb/gdb-command-fgk.py goes into gdb's
+# data directory, python/gdb/command/ (docs/building.md, "Installing").
 import os
 import sys
 
