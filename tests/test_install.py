@@ -34,6 +34,7 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -163,6 +164,37 @@ def test_vmlinux_lookup_where_gdb_and_crash_look(root, tmp_path):
               "/usr/lib/debug/lib/modules/9.9.9-nosuch/vmlinux",
               "/lib/modules/9.9.9-nosuch/build/vmlinux"):
         assert p in lines[0], lines[0]
+
+
+def test_crash_finds_vmlinux_beside_the_dump_not_in_a_tree(root, elf_fixtures, tmp_path):
+    """`fgk crash DUMP` without VMLINUX (issue: a copied or installed fgk
+    looked in the tree it was built in, and failed in two lines): the
+    vmlinux with the dump's build-id beside the dump is used; with none
+    anywhere, one line names the build-id and every place looked at."""
+    sys.path.insert(0, str(REPO / "layout-tools" / "fuzz"))
+    import inputs as I
+    elf = elf_fixtures / "relocs.elf"
+    bid = re.search(r"Build ID: ([0-9a-f]+)", run("readelf", "-n", elf).stdout).group(1)
+    seed = "%064x" % random.getrandbits(256)
+    env = dict(root["env"], TMPDIR=str(tmp_path), FGK_CACHE_DIR=str(tmp_path / "cache"))
+    (tmp_path / "d").mkdir()
+    (tmp_path / "work").mkdir()
+    dump = tmp_path / "d" / "vmcore"
+    dump.write_bytes(I.elf_core(I.vmcoreinfo(release="9.9.9-nosuch", build_id=bid, seed=seed)))
+    r = run(root["fgk"], "crash", "-n", "-q", dump, cwd=tmp_path / "work", env=env)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    for place in (f"{tmp_path}/d/vmlinux", "vmlinux", f"/usr/lib/debug/.build-id/{bid[:2]}/",
+                  "/usr/lib/debug/boot/vmlinux-9.9.9-nosuch",
+                  "/usr/lib/debug/lib/modules/9.9.9-nosuch/vmlinux",
+                  "/lib/modules/9.9.9-nosuch/build/vmlinux"):
+        assert place in lines[0], (place, lines[0])
+    assert f"build-id {bid}" in lines[0] and "build/kernel" not in lines[0], lines[0]
+    shutil.copy(elf, tmp_path / "d" / "vmlinux")
+    r = run(root["fgk"], "crash", "-n", "-q", dump, cwd=tmp_path / "work", env=env)
+    assert r.returncode == 0, r.stderr
+    # the command crash would run: that vmlinux, relinked for the dump's seed
+    assert f"{tmp_path}/cache/{bid}/{seed}.vmlinux.fgk {dump}" in r.stdout, r.stdout
 
 
 def test_man_pages(root):
