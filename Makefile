@@ -125,9 +125,9 @@ deb: $(DEPS_STAMP)
 		tar --null -T - --ignore-failed-read -cf - 2>/dev/null | \
 		tar -xf - -C build/deb/src/fgk-$(DEB_VERSION)
 	cd build/deb/src/fgk-$(DEB_VERSION) && \
-		dpkg-buildpackage -b -uc -us --no-sign -j$$(nproc) >../../build.log 2>&1 || \
+		dpkg-buildpackage -F -uc -us --no-sign -j$$(nproc) >../../build.log 2>&1 || \
 		{ tail -40 ../../build.log; echo "make deb: failed, log in build/deb/build.log" >&2; exit 1; }
-	mv build/deb/src/*.deb build/deb/src/*.changes build/deb/src/*.buildinfo build/deb/
+	mv build/deb/src/*.deb build/deb/src/*.changes build/deb/src/*.buildinfo build/deb/src/*.dsc build/deb/src/*.tar.* build/deb/
 	rm -rf build/deb/src
 	@ls build/deb/*.deb
 
