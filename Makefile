@@ -15,6 +15,8 @@
 #                  man pages, the Python binding, fgk-gdb (docs/building.md)
 #   make uninstall remove exactly what make install installed
 #   make deb       Debian packages into build/deb/ (debian/, dpkg-buildpackage)
+#   make kernel-deb  linux-image (+ -dbg) packages via bindeb-pkg, build/kernel-deb/;
+#                  make kernel-deb-check boots them (opt-in, not in make check)
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS in all (docs/fuzzing.md)
 #   SANITIZE=1     check/check-unit: the C tests and fgk built with ASan+UBSan
 #                  (build/sanitize/); tests/test_hostile.py runs that fgk
@@ -29,11 +31,11 @@ export KVARIANT PYTHON
 DEPS_STAMP := build/.deps
 
 .PHONY: all deps kernel tools demo check check-unit check-debian bench clean distclean help fuzz \
-	install uninstall deb
+	install uninstall deb kernel-deb kernel-deb-check
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,21p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,23p' Makefile | sed 's/^# \{0,1\}//'
 
 all: kernel tools
 
@@ -130,6 +132,18 @@ deb: $(DEPS_STAMP)
 	mv build/deb/src/*.deb build/deb/src/*.changes build/deb/src/*.buildinfo build/deb/src/*.dsc build/deb/src/*.tar.* build/deb/
 	rm -rf build/deb/src
 	@ls build/deb/*.deb
+
+# Debian packages of the FG-KASLR kernel through the kernel's own bindeb-pkg
+# (scripts/kernel-deb: default config, own tree, niced; whole kernel build),
+# and the opt-in proof that the package boots and its -dbg vmlinux is that
+# kernel (not in make check: it needs that kernel build)
+kernel-deb: $(DEPS_STAMP)
+	@scripts/kernel-deb
+
+kernel-deb-check: $(DEPS_STAMP) tools
+	@test -f build/kernel-deb/release || $(MAKE) kernel-deb
+	FGK_KERNEL_DEB=1 $(PYTHON) -m pytest -p no:cacheprovider -c tests/pytest.ini -v \
+		$(PYTEST_ARGS) tests/test_kernel_deb.py
 
 clean:
 	rm -rf build/runs build/initramfs
