@@ -498,8 +498,9 @@ def test_fgk_crash_without_seed_in_dump(crashed, dump, tmp_path):
 
 
 def isolated_fgk(tmp_path):
-    """A copy of fgk outside the build tree (fgk crash looks for
-    build/kernel/vmlinux beside build/bin/fgk) and an empty directory."""
+    """A copy of fgk outside the build tree (as installed: fgk crash looks
+    beside the dump, in ./ and the system's debug paths, never in a build
+    tree) and an empty directory."""
     (tmp_path / "bin").mkdir()
     fgk = tmp_path / "bin" / "fgk"
     shutil.copy2(FGK, fgk)
