@@ -341,7 +341,7 @@ def test_module_of_another_kernel_is_refused(tmp_path):
     bad.write_bytes(data.replace(b"vermagic=" + release.encode(),
                                  b"vermagic=" + other.encode()))
     r = fgk("symbolize", VMLINUX, "--modules", bad.parent,
-            input=" vfs_read+0x5/0x180\n fgk_test_leaf+0x5/0x25 [fgk_test]\n")
+            input=" vfs_read+0x5/0x1000\n fgk_test_leaf+0x5/0x25 [fgk_test]\n")
     one_line_error(r, bad, "vermagic mismatch", other)
 
 
@@ -404,12 +404,12 @@ def test_truncated_and_missing_modules(tmp_path):
     one_line_error(r, cap, "no_such_mod")
     # a module frame whose .ko is not there is left alone, not an error
     r = fgk("symbolize", VMLINUX, "--modules", mods,
-            input=" vfs_read+0x5/0x180\n foo+0x1/0x2 [no_such_mod]\n")
+            input=" vfs_read+0x5/0x1000\n foo+0x1/0x2 [no_such_mod]\n")
     assert r.returncode == 0, r.stderr
     assert " foo+0x1/0x2 [no_such_mod]\n" in r.stdout
     # a --modules directory that does not exist is an error naming it
     r = fgk("symbolize", VMLINUX, "--modules", tmp_path / "none",
-            input=" vfs_read+0x5/0x180\n")
+            input=" vfs_read+0x5/0x1000\n")
     one_line_error(r, tmp_path / "none")
 
 

@@ -186,25 +186,63 @@ size_t fgk_symbolizer_decoded(const struct fgk_symbolizer *s)
  * The text symbol called name whose size is size (static functions share
  * names; the /0xSIZE of a trace tells them apart), else the first one.
  */
+static bool is_text_symbol(const struct vm_symbol *s, const char *name,
+			   size_t len)
+{
+	return (s->nmtype == 't' || s->nmtype == 'T') &&
+	       !strncmp(s->name, name, len) && !s->name[len];
+}
+
 static const struct vm_symbol *text_symbol(struct fgk_vmlinux *vm,
 					   const char *name, size_t len,
 					   uint64_t size)
 {
-	const struct vm_symbol *first = NULL;
+	const struct vm_symbol *first = NULL, *fits = NULL;
 
 	for (size_t i = 0; i < vm->nsyms; i++) {
 		const struct vm_symbol *s = &vm->syms[i];
 
-		if (s->nmtype != 't' && s->nmtype != 'T')
+		if (!is_text_symbol(s, name, len))
 			continue;
-		if (strncmp(s->name, name, len) || s->name[len])
-			continue;
-		if (s->size == size)
+		if (vm_symbol_extent(vm, s, false) == size)
 			return s;
+		if (!fits && size && vm_symbol_extent(vm, s, true) <= size)
+			fits = s;
 		if (!first)
 			first = s;
 	}
-	return first;
+	return fits ? fits : first;
+}
+
+/*
+ * The kernel prints the distance to its next symbol: at least the
+ * function's own size (up to an inner label).  A trace size below that
+ * for every function of the name is a trace of another build.
+ */
+static struct fgk_error *check_size(struct fgk_vmlinux *vm, const char *name,
+				    size_t len, uint64_t size)
+{
+	uint64_t least = UINT64_MAX;
+
+	if (!size)
+		return NULL;
+	for (size_t i = 0; i < vm->nsyms; i++) {
+		const struct vm_symbol *s = &vm->syms[i];
+		uint64_t e;
+
+		if (!is_text_symbol(s, name, len))
+			continue;
+		e = vm_symbol_extent(vm, s, true);
+		if (e <= size)
+			return NULL;
+		if (e < least)
+			least = e;
+	}
+	if (least == UINT64_MAX)
+		return NULL;
+	return fgk_error_new(FGK_ERR_BUILD_ID, vm->path,
+			     "%.*s is 0x%" PRIx64 " bytes here, only 0x%" PRIx64 " in the trace: the trace is of another kernel build",
+			     (int)len, name, least, size);
 }
 
 /* Index of the executable section holding link, or 0. */
@@ -438,18 +476,62 @@ static bool word_start(const char *line, const char *p)
 	return p == line || isspace((unsigned char)p[-1]) || strchr("([:<=,", p[-1]);
 }
 
-/* A 16-digit kernel address token at p (ffffffff........). */
-static bool match_kaddr(const char *line, const char *p, uint64_t *v)
+/*
+ * A 16-digit kernel address token at p (ffffffff........), or the same
+ * with "0x" (what %pS prints when kallsyms cannot name an address): its
+ * length, or 0.
+ */
+static size_t match_kaddr(const char *line, const char *p, uint64_t *v)
 {
-	if (!word_start(line, p) || strncasecmp(p, "ffffffff", 8))
-		return false;
+	size_t x = 0;
+
+	if (!word_start(line, p))
+		return 0;
+	if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+		x = 2;
+	p += x;
+	if (strncasecmp(p, "ffffffff", 8))
+		return 0;
 	for (int i = 8; i < 16; i++)
 		if (!isxdigit((unsigned char)p[i]))
-			return false;
+			return 0;
 	if (isxdigit((unsigned char)p[16]) || p[16] == '_' ||
 	    isalpha((unsigned char)p[16]))
+		return 0;
+	return parse_hex(p, 16, v) ? 16 + x : 0;
+}
+
+/*
+ * " (file:line ...)" already after a frame (fgk's or decode_stacktrace.sh's
+ * own output fed back): its length, or 0.
+ */
+static size_t annotation(const char *p, const char *end)
+{
+	const char *q = p;
+	bool colon_digit = false;
+
+	if (end - q < 4 || q[0] != ' ' || q[1] != '(')
+		return 0;
+	for (q += 2; q < end && *q != ')' && *q != '('; q++)
+		if (*q == ':' && q + 1 < end && isdigit((unsigned char)q[1]))
+			colon_digit = true;
+	if (q == end || *q != ')' || !colon_digit)
+		return 0;
+	return (size_t)(q + 1 - p);
+}
+
+/* "    ADDR = func+0x1/0x2 ..." : a line fgk symbolize wrote itself. */
+static bool explained_line(const char *line, const char *end)
+{
+	const char *p = line;
+	uint64_t v;
+	size_t m;
+
+	while (p < end && *p == ' ')
+		p++;
+	if (p - line < 4 || !(m = match_kaddr(line, p, &v)))
 		return false;
-	return parse_hex(p, 16, v);
+	return end - (p + m) > 3 && !strncmp(p + m, " = ", 3);
 }
 
 /*
@@ -534,7 +616,7 @@ void fgk_symbolizer_learn(struct fgk_symbolizer *s, const char *text)
 		const char *q = p + 2;
 		const struct vm_symbol *sym;
 
-		if (end - q < 18 || !match_kaddr(text, q, &rt) ||
+		if (end - q < 18 || match_kaddr(text, q, &rt) != 16 ||
 		    strncmp(q + 16, ">]", 2))
 			continue;
 		q += 18;
@@ -605,7 +687,7 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 
 /* A raw address inside a captured module section: explained in extra. */
 static bool module_runtime(struct fgk_symbolizer *s, struct sbuf *extra,
-			   const char *p, uint64_t rt)
+			   const char *p, size_t plen, uint64_t rt)
 {
 	for (size_t i = 0; i < s->nmsecs; i++) {
 		const struct msec *e = &s->msecs[i];
@@ -621,8 +703,8 @@ static bool module_runtime(struct fgk_symbolizer *s, struct sbuf *extra,
 			fgk_error_free(err);
 			return false;
 		}
-		sb_printf(extra, "    %.16s = %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]",
-			  p, ms.name, off - ms.value, ms.size,
+		sb_printf(extra, "    %.*s = %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]",
+			  (int)plen, p, ms.name, off - ms.value, ms.size,
 			  fgk_module_name(e->m));
 		append_source_in(s, extra, e->m, e->shndx, off);
 		sb_printf(extra, "\n");
@@ -783,6 +865,52 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 	return err;
 }
 
+/*
+ * "[<ADDR>] func+0xOFF/0xSIZE" (not a module's): the kernel named ADDR
+ * itself.  Where this vmlinux, seed and base offset place ADDR, it must be
+ * in a function of that name at that offset; else they are not the ones
+ * the kernel ran with.  *checked: the frame needs no line of its own.
+ */
+static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
+				     const char *end, uint64_t rt, bool *checked)
+{
+	const char *q = p + 16;
+	uint64_t off, size, link;
+	size_t nl, m;
+	struct fgk_symbol at;
+	struct fgk_error *err;
+
+	*checked = false;
+	if (end - q < 2 || strncmp(q, ">]", 2))
+		return NULL;
+	q += 2;
+	while (q < end && (*q == ' ' || *q == '?'))
+		q++;
+	m = match_symoff(q, end, &nl, &off, &size);
+	if (!m || module_frame(q + m, end))
+		return NULL;
+	*checked = true;
+	if (!runtime_to_link(s, rt, &link))
+		return NULL;	/* the symbolic part decodes it */
+	for (size_t i = 0; i < s->vm->nsyms; i++) {
+		const struct vm_symbol *v = &s->vm->syms[i];
+
+		if (is_text_symbol(v, q, nl) && v->value + off == link)
+			return NULL;
+	}
+	err = fgk_symbol_at(s->vm, link, &at);
+	if (err) {
+		fgk_error_free(err);
+		at.name = "no function";
+		at.addr = link;
+		at.size = 0;
+	}
+	return fgk_error_new(FGK_ERR_BUILD_ID, fgk_vmlinux_path(s->vm),
+			     "the trace names %.16s %.*s, but with this vmlinux, %s and base offset 0x%" PRIx64 " (from %s) it is %s+0x%" PRIx64 "/0x%" PRIx64 ": they are not the ones the kernel ran with",
+			     p, (int)m, q, s->l ? "seed" : "no seed", s->offset,
+			     s->offset_source, at.name, link - at.addr, at.size);
+}
+
 struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 				     char **out)
 {
@@ -793,6 +921,12 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 
 	if (len && line[len - 1] == '\n')
 		len--;
+	if (explained_line(line, line + len)) {
+		/* already decoded: kept as it is */
+		sb_printf(&b, "%.*s\n", (int)len, line);
+		s->decoded++;
+		goto done;
+	}
 	while ((size_t)(p - line) < len) {
 		uint64_t off, size, rt, link;
 		size_t nl, m;
@@ -802,9 +936,15 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 			const struct vm_symbol *sym = text_symbol(s->vm, p, nl, size);
 			/* "func+0x1/0x2 [mod]": a module symbol, not ours */
 			bool module = module_frame(p + m, line + len);
+			size_t a;
 
 			sb_printf(&b, "%.*s", (int)m, p);
-			if (module) {
+			if (!module && (a = annotation(p + m, line + len))) {
+				/* already annotated: kept as it is */
+				sb_printf(&b, "%.*s", (int)a, p + m);
+				m += a;
+				s->decoded += sym != NULL;
+			} else if (module) {
 				/* the source goes after " [mod]" */
 				const char *t = p + m;
 				const char *z = memchr(t, ']', (size_t)(line + len - t));
@@ -820,34 +960,62 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 					return err;
 				}
 				if (z) {
+					size_t a;
+
 					sb_printf(&b, "%.*s", (int)(z + 1 - t), t);
 					m = (size_t)(z + 1 - p);
+					a = annotation(z + 1, line + len);
+					if (a) {	/* already annotated */
+						sb_printf(&b, "%.*s", (int)a, z + 1);
+						m += a;
+						src.len = 0;
+					}
 				}
 				if (src.len)
 					sb_printf(&b, "%s", src.p);
 				if (src.oom)
 					b.oom = true;
 				free(src.p);
-			} else if (sym && off <= sym->size + 1) {
+			} else if (sym && off <= vm_symbol_extent(s->vm, sym, false) + 1) {
+				struct fgk_error *err = check_size(s->vm, p, nl, size);
+
+				if (err) {
+					free(b.p);
+					free(extra.p);
+					return err;
+				}
 				append_source(s, &b, sym->value + off);
 				s->decoded++;
 			}
 			p += m;
 			continue;
 		}
-		if (match_kaddr(line, p, &rt)) {
-			sb_printf(&b, "%.16s", p);
-			if (module_address(p, line + len)) {
+		if ((m = match_kaddr(line, p, &rt))) {
+			/* "[<ADDR>] func+0x1/0x2 [mod]": its symbol decodes it */
+			bool checked = m == 16 && module_address(p, line + len);
+
+			sb_printf(&b, "%.*s", (int)m, p);
+			if (!checked && m == 16 && s->have_offset) {
+				struct fgk_error *err =
+					cross_check(s, p, line + len, rt, &checked);
+
+				if (err) {
+					free(b.p);
+					free(extra.p);
+					return err;
+				}
+			}
+			if (checked) {
 				/* its symbolic part decodes it */
-			} else if (module_runtime(s, &extra, p, rt)) {
+			} else if (module_runtime(s, &extra, p, m, rt)) {
 				s->decoded++;
 			} else if (runtime_to_link(s, rt, &link)) {
 				struct fgk_symbol sym;
 				struct fgk_error *err = fgk_symbol_at(s->vm, link, &sym);
 
 				if (!err) {
-					sb_printf(&extra, "    %.16s = %s+0x%" PRIx64 "/0x%" PRIx64,
-						  p, sym.name, link - sym.addr, sym.size);
+					sb_printf(&extra, "    %.*s = %s+0x%" PRIx64 "/0x%" PRIx64,
+						  (int)m, p, sym.name, link - sym.addr, sym.size);
 					append_source(s, &extra, link);
 					sb_printf(&extra, "\n");
 					s->decoded++;
@@ -855,13 +1023,14 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 					fgk_error_free(err);
 				}
 			}
-			p += 16;
+			p += m;
 			continue;
 		}
 		sb_printf(&b, "%c", *p);
 		p++;
 	}
 	sb_printf(&b, "\n");
+done:
 	if (extra.len)
 		sb_printf(&b, "%s", extra.p);
 	free(extra.p);

@@ -100,7 +100,7 @@ static void fill(struct fgk_vmlinux *vm, const struct vm_symbol *s,
 {
 	ret->name = s->name;
 	ret->addr = s->value;
-	ret->size = s->size;
+	ret->size = vm_symbol_extent(vm, s, false);	/* lib/addr.c */
 	ret->type = s->nmtype;
 	ret->absolute = absolute_symbol(vm, s);
 }

@@ -52,6 +52,9 @@ const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
 const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm,
 				       const char *name);
 struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why);
+/* kallsyms' size of s: ELF size, else up to the next symbol (lib/addr.c). */
+uint64_t vm_symbol_extent(struct fgk_vmlinux *vm, const struct vm_symbol *s,
+			  bool sized_too);
 /* The one section vmlinux.fgk has in place of the randomized ones. */
 #define FGK_FOLDED_TEXT ".text.fgkaslr"
 
