@@ -166,7 +166,7 @@ def test_cli_crash_fallback_is_private(fix, tmp_path):
     dump = tmp_path / "vmcore"
     dump.write_bytes(I.elf_core(I.vmcoreinfo(build_id=None, seed=SEED)))
     env = clean_env(tmp_path)
-    r = fgk("crash", dump, fix / "relocs.elf", "-n", "-q", env=env)
+    r = fgk("crash", dump, fix / "relocs.elf", "--crash", "echo", "-q", env=env)
     d = tmp_path / f"fgk-crash-{os.geteuid()}"
     target = d / f"{SEED}.vmlinux.fgk"
     assert str(target) in r.stdout, r.stdout
@@ -175,7 +175,7 @@ def test_cli_crash_fallback_is_private(fix, tmp_path):
     assert not [p.name for p in tmp_path.iterdir() if SEED in p.name]
     # a looser directory of ours (an older fgk, a umask): tightened
     d.chmod(0o755)
-    fgk("crash", dump, fix / "relocs.elf", "-n", "-q", env=env)
+    fgk("crash", dump, fix / "relocs.elf", "--crash", "echo", "-q", env=env)
     assert_mode(d, 0o700)
     assert_mode(target, 0o600)
 
@@ -187,7 +187,7 @@ def test_cli_crash_fallback_refuses_another_users_directory(fix, tmp_path):
     d = tmp_path / f"fgk-crash-{os.geteuid()}"
     d.mkdir(mode=0o777)
     os.chown(d, 1000, 1000)
-    r = subprocess.run([str(FGK), "crash", dump, fix / "relocs.elf", "-n", "-q"],
+    r = subprocess.run([str(FGK), "crash", dump, fix / "relocs.elf", "--crash", "echo", "-q"],
                        capture_output=True, text=True, env=clean_env(tmp_path))
     assert r.returncode == 1 and "owned by uid 1000" in r.stderr, r.stderr
     assert list(d.iterdir()) == []

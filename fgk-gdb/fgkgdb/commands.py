@@ -630,20 +630,14 @@ def relink(vm, seed):
     if hit and os.path.isfile(hit[0]):
         return hit
     layout = vm.layout(seed)
-    relinked = None
-    if vm.relink_cache_path(seed):
-        try:
-            relinked, _cached = layout.relink_cached()
-        except FgkError as e:
-            if getattr(e, "code", None) != core.need_libfgk().ERR_OS:
-                raise
-            # an unwritable cache, or one of another user: not used, as
-            # 'fgk relink -o' and 'fgk crash' do
-            gdb.write(f"fgk: {e}; not caching\n")
-    if relinked is None:        # no build-id, no cache directory, or not usable
-        # a 0700 directory (mkdtemp): vmlinux.fgk is the layout
-        relinked = os.path.join(tempfile.mkdtemp(prefix="fgk-gdb-"), "vmlinux.fgk")
-        layout.relink(relinked)
+    # the relink cache 'fgk relink' and 'fgk crash' share; without a usable
+    # one, $TMPDIR/fgk-gdb-UID, which libfgk makes a 0700 directory of this
+    # user (vmlinux.fgk is the layout)
+    res = layout.relink_through_cache(
+        os.path.join(tempfile.gettempdir(), f"fgk-gdb-{os.geteuid()}"))
+    if res["cache_error"]:
+        gdb.write(f"fgk: {res['cache_error']}; not caching\n")
+    relinked = res["path"]
     _relink_memo[key] = (relinked, layout)
     return relinked, layout
 

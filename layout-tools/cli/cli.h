@@ -19,12 +19,6 @@ extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed, cmd_relink,
 	cmd_symbolize;
 extern const struct cli_cmd cmd_crash;	/* cli/crash.c */
 
-/*
- * cli/relink.c: the cached vmlinux.fgk of (vm, seed), made if missing;
- * without a cache, fallback_dir/<seed>.vmlinux.fgk (fallback_dir private).
- */
-int cli_relink_cached(struct fgk_vmlinux *vm, const struct fgk_seed *seed,
-		      const char *fallback_dir, char **path, bool *cached);
 /* cli/capture.c: `fgk seed capture ...` (argv[0] == "capture"). */
 int cli_seed_capture(int argc, char **argv);
 

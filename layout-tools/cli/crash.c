@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "crash_run.h"
 
 static const char help[] =
 "usage: fgk crash VMCORE [VMLINUX] [-i FILE] [--seed SEED | --seed-file RECORD]\n"
@@ -108,32 +109,6 @@ static void shell_quote(FILE *f, const char *s)
 	}
 	fputc('\'', f);
 }
-
-/* One 'fgk crash' invocation: its options, then what each step found. */
-struct crash_run {
-	struct cli_target t;
-	struct fgk_vmcoreinfo vi;
-	const char *dump, *input, *crash;
-	char **extra;			/* after "--": passed to crash */
-	int nextra;
-	bool info_only, dry, quiet;
-	bool have_vmcoreinfo;		/* false: --seed/--seed-file fallback */
-	bool is_fg;			/* vmlinux has randomized sections */
-	bool shuffle;			/* relink vmlinux for t.seed */
-	bool cached;			/* the relink was in the cache */
-	const char *seed_src;		/* where the seed came from (reported on stderr) */
-	const char *target;		/* the vmlinux crash gets */
-	char *fgk_path;			/* the relinked vmlinux.fgk */
-	struct fgk_layout *layout;	/* rebuilt from the dump's kallsyms */
-	char kaslr[64];			/* crash's --kaslr= option */
-	const char **mod_dirs;		/* --modules, NULL-terminated */
-	int nmod_dirs;
-	bool no_modules;
-	char *default_mod_dir;		/* VMLINUX's directory + /modules */
-	char *mod_tmp;			/* private: links to the .ko files, crash's input */
-	char *mod_input;		/* "mod -S" + the -i FILE */
-	size_t nmodules, nrelinked, nfetched;
-};
 
 /* The command line; -1 to go on, else the exit status. */
 static int parse_args(struct crash_run *c, int argc, char **argv)
@@ -238,7 +213,7 @@ static int read_dump(struct crash_run *c)
 }
 
 /* The directory of path ("." for a bare name); NULL when out of memory. */
-static char *dir_of(const char *path)
+char *crash_dir_of(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 
@@ -256,7 +231,7 @@ static char *dir_of(const char *path)
  */
 static int find_vmlinux(struct crash_run *c)
 {
-	char *near = dir_of(c->dump);
+	char *near = crash_dir_of(c->dump);
 	const char *dirs[3];
 	size_t n = 0;
 	int rc;
@@ -424,7 +399,7 @@ static void choose_kaslr(struct crash_run *c)
 }
 
 /* $TMPDIR/fgk-crash-<uid> (made private by its users), or NULL. */
-static char *private_tmp_dir(void)
+char *crash_private_tmp_dir(void)
 {
 	const char *tmp = getenv("TMPDIR");
 	char *dir;
@@ -436,359 +411,42 @@ static char *private_tmp_dir(void)
 }
 
 /*
- * The vmlinux crash gets: vmlinux itself, or its (cached) relink for the
- * seed.  Without a relink cache: $TMPDIR/fgk-crash-<uid>/<seed>.vmlinux.fgk,
- * in a 0700 directory of this user (the name is the seed; /tmp is
- * world-readable).
+ * The vmlinux crash gets: vmlinux itself, or its relink for the seed (or
+ * the layout from the dump's kallsyms) through the relink cache
+ * (fgk_relink_through_cache).  Without a usable cache, or without a seed:
+ * $TMPDIR/fgk-crash-<uid>/, a 0700 directory of this user (the name is
+ * the seed; /tmp is world-readable).  With -n nothing is written: the
+ * path is where it would be.
  */
 static int relink_target(struct crash_run *c)
 {
+	struct fgk_relink_result res;
+	struct fgk_layout *seeded = NULL;
+	struct fgk_error *err = NULL;
 	char *fallback;
-	int rc;
 
 	c->target = c->t.vmlinux;
 	if (!c->shuffle)
 		return 0;
-	fallback = private_tmp_dir();
+	fallback = crash_private_tmp_dir();
 	if (!fallback)
 		return cli_fail(&fgk_enomem);
-	if (c->layout) {
-		/* no seed, no cache: <private dir>/<build-id>.kallsyms.vmlinux.fgk */
-		const char *id = fgk_vmlinux_build_id(c->t.vm);
-		struct fgk_error *err = fgk_private_dir(fallback);
-
-		if (!err && asprintf(&c->fgk_path, "%s/%s.kallsyms.vmlinux.fgk",
-				     fallback, id ? id : "no-build-id") < 0) {
-			c->fgk_path = NULL;
-			err = &fgk_enomem;
-		}
-		if (!err)
-			err = fgk_relink(c->t.vm, c->layout, c->fgk_path, NULL);
-		free(fallback);
-		if (err)
-			return cli_fail(err);
-		c->target = c->fgk_path;
-		return 0;
-	}
-	rc = cli_relink_cached(c->t.vm, &c->t.seed, fallback, &c->fgk_path, &c->cached);
+	if (!c->layout)
+		err = fgk_layout_compute(c->t.vm, &c->t.seed, &seeded);
+	if (!err)
+		err = fgk_relink_through_cache(c->t.vm, c->layout ? c->layout : seeded,
+					       fallback, c->dry ? FGK_RELINK_DRY_RUN : 0,
+					       &res);
 	free(fallback);
-	if (!rc)
-		c->target = c->fgk_path;
-	return rc;
-}
-
-/* ---- module symbols ----------------------------------------------------- */
-
-struct mod_collect {
-	struct crash_run *c;
-	bool link;		/* make the links (else only check and count) */
-	char **names;		/* the modules collected so far */
-	size_t nnames;
-};
-
-/* An errno error about path, for the fgk_module_each callback. */
-static struct fgk_error *os_error(int errnum, const char *path, const char *what)
-{
-	struct fgk_error *e = calloc(1, sizeof(*e));
-
-	if (!e)
-		return &fgk_enomem;
-	e->code = FGK_ERR_OS;
-	e->errnum = errnum;
-	e->path = strdup(path);
-	if (asprintf(&e->message, "%s: %s", what, strerror(errnum)) < 0)
-		e->message = NULL;
-	if (!e->path || !e->message) {
-		fgk_error_free(e);
-		return &fgk_enomem;
-	}
-	return e;
-}
-
-/*
- * One NAME.ko: checked against vmlinux, then put in mod_tmp/modules as
- * NAME.ko: relinked in the dump's order when the dump's kernel shuffled
- * it (crash places only a module's .text at its base: docs/fgk-crash.1.md),
- * else a link to it.
- */
-static struct fgk_error *collect_module(const char *path, const char *name, void *arg)
-{
-	struct mod_collect *mc = arg;
-	struct crash_run *c = mc->c;
-	struct fgk_module_layout *l = NULL;
-	struct fgk_module *m;
-	struct fgk_error *err = fgk_module_open(path, &m);
-	char *target = NULL, *link = NULL;
-
+	fgk_layout_free(seeded);
 	if (err)
-		return err;
-	err = fgk_module_check(m, c->t.vm);
-	if (!err && c->shuffle && !c->layout)
-		err = fgk_module_layout_compute(m, &c->t.seed, &l);
-	if (err)
-		goto out;
-	c->nmodules++;
-	{
-		char **nn = realloc(mc->names, (mc->nnames + 1) * sizeof(*nn));
-
-		if (!nn || !(nn[mc->nnames] = strdup(name))) {
-			if (nn)
-				mc->names = nn;
-			err = &fgk_enomem;
-			goto out;
-		}
-		mc->names = nn;
-		mc->nnames++;
-	}
-	if (!mc->link)
-		goto out;
-	if (asprintf(&link, "%s/modules/%s.ko", c->mod_tmp, name) < 0) {
-		link = NULL;
-		err = &fgk_enomem;
-		goto out;
-	}
-	if (l && l->nrandomized) {
-		err = fgk_module_relink(m, l, link);
-		if (!err)
-			c->nrelinked++;
-		goto out;
-	}
-	/* crash looks for <struct module name>.ko: the link has that name */
-	target = realpath(path, NULL);
-	if (!target)
-		err = os_error(errno, path, "cannot resolve module path");
-	else if (symlink(target, link) < 0)
-		err = os_error(errno, link, "cannot link module");
-out:
-	fgk_module_layout_free(l);
-	fgk_module_close(m);
-	free(target);
-	free(link);
-	return err;
-}
-
-/* Copy FILE (the user's -i) to out; 0 or the exit status. */
-static int append_file(FILE *out, const char *path)
-{
-	char buf[8192];
-	size_t n;
-	FILE *in = fopen(path, "r");
-
-	if (!in)
-		return cli_errorf("-i %s: %s", path, strerror(errno));
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		if (fwrite(buf, 1, n, out) != n)
-			break;
-	if (ferror(in)) {
-		fclose(in);
-		return cli_errorf("-i %s: read error", path);
-	}
-	fclose(in);
-	return 0;
-}
-
-/*
- * The modules crash gets: --modules, else VMLINUX's directory's modules/.
- * Every .ko is checked against vmlinux (another build: refused); unless
- * -n, a private directory gets links NAME.ko -> the module and crash's
- * input: "mod -S" on that directory, then the user's -i FILE.
- */
-/*
- * The modules loaded in the dump that no directory had: fetched by the
- * build-id of their notes in the dump's memory through debuginfod, then
- * collected like the others.  A module that cannot be fetched is said and
- * skipped (crash runs without its symbols); listing the dump's modules
- * failing is said once.
- */
-static struct fgk_error *fetch_modules(struct crash_run *c, struct mod_collect *mc)
-{
-	struct fgk_vmcore_module *mods;
-	struct fgk_error *err;
-	char buf[1024];
-	size_t n;
-
-	err = fgk_vmcore_modules(c->t.vm, c->dump, &c->vi, &mods, &n);
-	if (err) {
-		if (!c->quiet)
-			fprintf(stderr, "fgk crash: cannot list the dump's modules to fetch them: %s\n",
-				fgk_error_string(err, buf, sizeof(buf)));
-		fgk_error_free(err);
-		return NULL;
-	}
-	for (size_t i = 0; i < n && !err; i++) {
-		struct fgk_fetch f = { 0 };
-		struct fgk_module *m;
-		bool have = false;
-
-		for (size_t k = 0; k < mc->nnames && !have; k++)
-			have = fgk_module_name_eq(mc->names[k], strlen(mc->names[k]),
-						  mods[i].name, strlen(mods[i].name));
-		if (have)
-			continue;
-		if (!mods[i].build_id) {
-			if (!c->quiet)
-				fprintf(stderr, "fgk crash: module %s: no build-id in the dump, not fetched\n",
-					mods[i].name);
-			continue;
-		}
-		err = fgk_module_fetch(mods[i].build_id, mods[i].name, &f, &m);
-		if (err) {
-			if (!c->quiet)
-				fprintf(stderr, "fgk crash: %s; its symbols are not loaded\n",
-					fgk_error_string(err, buf, sizeof(buf)));
-			fgk_error_free(err);
-			err = NULL;
-			continue;
-		}
-		fgk_module_close(m);
-		if (!c->quiet)
-			fprintf(stderr, f.url ? "fgk crash: fetched module %s (build-id %s) from %s into %s\n"
-					      : "fgk crash: module %s (build-id %s) from the debuginfod cache%s: %s\n",
-				mods[i].name, mods[i].build_id, f.url ? f.url : "", f.path);
-		err = collect_module(f.path, mods[i].name, mc);
-		if (!err)
-			c->nfetched++;
-		fgk_fetch_clear(&f);
-	}
-	fgk_vmcore_modules_free(mods, n);
-	return err;
-}
-
-static int prepare_modules(struct crash_run *c)
-{
-	struct mod_collect mc = { .c = c, .link = !c->dry };
-	const char *def[2] = { NULL, NULL };
-	const char *const *dirs = c->mod_dirs;
-	char *base = NULL, *sub = NULL;
-	struct fgk_error *err;
-	FILE *f;
-	int fd, rc = 0;
-
-	if (c->no_modules)
-		return 0;
-	if (c->layout) {
-		if (!c->quiet)
-			fprintf(stderr, "fgk crash: module symbols not loaded: the dump's kernel shuffled its modules with a seed the dump does not carry (give --seed or --seed-file for them)\n");
-		return 0;
-	}
-	if (!dirs) {
-		char *vd = dir_of(c->t.vmlinux);
-		struct stat st;
-
-		if (!vd || asprintf(&c->default_mod_dir, "%s/modules", vd) < 0) {
-			free(vd);
-			c->default_mod_dir = NULL;
-			return cli_fail(&fgk_enomem);
-		}
-		free(vd);
-		if (stat(c->default_mod_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-			def[0] = c->default_mod_dir;
-			dirs = def;
-		}
-	}
-	if (!dirs && !fgk_debuginfod_enabled())
-		return 0;
-	if (mc.link) {
-		base = private_tmp_dir();
-		if (!base)
-			return cli_fail(&fgk_enomem);
-		err = fgk_private_dir(base);
-		if (!err && asprintf(&c->mod_tmp, "%s/modules.XXXXXX", base) < 0) {
-			c->mod_tmp = NULL;
-			err = &fgk_enomem;
-		}
-		free(base);
-		if (!err && !mkdtemp(c->mod_tmp))
-			err = os_error(errno, c->mod_tmp, "cannot create directory");
-		if (err) {
-			free(c->mod_tmp);
-			c->mod_tmp = NULL;
-			return cli_fail(err);
-		}
-		if (asprintf(&sub, "%s/modules", c->mod_tmp) < 0)
-			return cli_fail(&fgk_enomem);
-		if (mkdir(sub, 0700) < 0)
-			rc = cli_errorf("%s: %s", sub, strerror(errno));
-		if (rc) {
-			free(sub);
-			return rc;
-		}
-	}
-	err = dirs ? fgk_module_each(dirs, collect_module, &mc) : NULL;
-	if (!err && fgk_debuginfod_enabled())
-		err = fetch_modules(c, &mc);
-	for (size_t i = 0; i < mc.nnames; i++)
-		free(mc.names[i]);
-	free(mc.names);
-	if (err) {
-		free(sub);
 		return cli_fail(err);
-	}
-	if (!c->quiet && dirs)
-		fprintf(stderr, "fgk crash: module symbols: %zu module%s under %s%s%s",
-			c->nmodules, c->nmodules == 1 ? "" : "s", dirs[0],
-			dirs[1] ? " and more" : "",
-			c->nfetched ? " and fetched" : "");
-	else if (!c->quiet)
-		fprintf(stderr, "fgk crash: module symbols: %zu module%s fetched",
-			c->nmodules, c->nmodules == 1 ? "" : "s");
-	if (!c->quiet && mc.link)
-		fprintf(stderr, " (%zu relinked in the dump's order)", c->nrelinked);
-	if (!c->quiet)
-		fputc('\n', stderr);
-	if (!mc.link || !c->nmodules) {
-		free(sub);
-		return 0;
-	}
-	if (asprintf(&c->mod_input, "%s/input", c->mod_tmp) < 0) {
-		c->mod_input = NULL;
-		free(sub);
-		return cli_fail(&fgk_enomem);
-	}
-	fd = open(c->mod_input, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	f = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!f) {
-		rc = cli_errorf("%s: %s", c->mod_input, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(sub);
-		return rc;
-	}
-	fprintf(f, "mod -S %s\n", sub);
-	free(sub);
-	if (c->input)
-		rc = append_file(f, c->input);
-	if (fclose(f) != 0 && !rc)
-		rc = cli_errorf("%s: write error", c->mod_input);
-	if (!rc)
-		c->input = c->mod_input;
-	return rc;
-}
-
-/* Remove the private module directory: its links and crash's input. */
-static void cleanup_modules(struct crash_run *c)
-{
-	char *sub = NULL;
-	DIR *d;
-	struct dirent *de;
-
-	if (c->mod_tmp && asprintf(&sub, "%s/modules", c->mod_tmp) >= 0) {
-		d = opendir(sub);
-		while (d && (de = readdir(d)))
-			if (de->d_name[0] != '.')
-				unlinkat(dirfd(d), de->d_name, 0);
-		if (d)
-			closedir(d);
-		rmdir(sub);
-		free(sub);
-		if (c->mod_input)
-			unlink(c->mod_input);
-		rmdir(c->mod_tmp);
-	}
-	free(c->mod_tmp);
-	free(c->mod_input);
-	free(c->default_mod_dir);
-	free(c->mod_dirs);
+	c->fgk_path = res.path;
+	c->cached = res.cached;
+	res.path = NULL;
+	fgk_relink_result_clear(&res);
+	c->target = c->fgk_path;
+	return 0;
 }
 
 /* What was found, on stderr (unless -q). */
@@ -808,7 +466,8 @@ static void describe(const struct crash_run *c)
 		vi->osrelease ? vi->osrelease : "?", vi->build_id ? vi->build_id : "?",
 		c->shuffle ? hex : "-", c->seed_src, c->kaslr + 2);
 	fprintf(stderr, "fgk crash: vmlinux %s%s%s%s\n", c->target,
-		c->shuffle ? (c->cached ? " (cached relink of " : " (relinked from ") : "",
+		!c->shuffle ? "" : c->cached ? " (cached relink of " :
+		c->dry ? " (not written, -n: a relink of " : " (relinked from ",
 		c->shuffle ? c->t.vmlinux : "", c->shuffle ? ")" : "");
 }
 
@@ -914,12 +573,12 @@ static int run(int argc, char **argv)
 		rc = relink_target(&c);
 	}
 	if (!rc)
-		rc = prepare_modules(&c);
+		rc = crash_prepare_modules(&c);
 	if (!rc) {
 		describe(&c);
 		rc = exec_crash(&c);
 	}
-	cleanup_modules(&c);
+	crash_cleanup_modules(&c);
 	free(c.fgk_path);
 	fgk_layout_free(c.layout);
 	fgk_vmcoreinfo_clear(&c.vi);

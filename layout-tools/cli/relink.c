@@ -64,12 +64,11 @@ static int run(int argc, char **argv)
 		{ 0 },
 	};
 	struct cli_target t = { 0 };
-	struct fgk_relink_stats st;
+	struct fgk_relink_result res = { 0 };
 	struct fgk_layout *l = NULL;
 	struct fgk_error *err;
 	const char *out = NULL;
-	char *cache = NULL;
-	bool use_cache = true, stats = false, cached = false;
+	bool use_cache = true, stats = false;
 	int opt, rc;
 
 	while ((opt = cli_getopt(&cmd_relink, argc, argv, "ho:", opts)) != -1) {
@@ -113,62 +112,57 @@ static int run(int argc, char **argv)
 	rc = cli_target_layout(&t, &l);
 	if (rc)
 		goto done;
-	err = NULL;
-	if (use_cache)
-		err = fgk_relink_cache_path(t.vm, &t.seed, &cache);
-	if (err) {
-		rc = cli_fail(err);
-		goto done;
-	}
-	memset(&st, 0, sizeof(st));
-	if (cache) {
-		char *path;
-
-		free(cache);
-		cache = NULL;
-		err = fgk_relink_cached_stats(t.vm, l, &path, &cached, &st);
-		if (err && err->code == FGK_ERR_OS && out) {
+	if (use_cache) {
+		/* no fallback: without a usable cache, -o OUT alone */
+		err = fgk_relink_through_cache(t.vm, l, NULL, 0, &res);
+		if (err && out && (err->code == FGK_ERR_OS ||
+				   err->code == FGK_ERR_INVALID)) {
+			/* unwritable, another user's, or none applies */
 			char buf[1024];
 
-			fprintf(stderr, "fgk: %s; not caching\n",
-				fgk_error_string(err, buf, sizeof(buf)));
+			if (err->code == FGK_ERR_OS)
+				fprintf(stderr, "fgk: %s; not caching\n",
+					fgk_error_string(err, buf, sizeof(buf)));
 			fgk_error_free(err);
-			err = fgk_relink(t.vm, l, out, &st);
-			path = NULL;
-		}
-		if (err) {
-			rc = cli_fail(err);
-			goto done;
-		}
-		cache = path;
-	} else if (!out) {
-		rc = cli_errorf("%s: no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set): give -o OUT",
-				t.vmlinux);
-		goto done;
-	} else {
-		err = fgk_relink(t.vm, l, out, &st);
-		if (err) {
-			rc = cli_fail(err);
+			err = NULL;
+		} else if (err) {
+			if (err->code == FGK_ERR_INVALID) {
+				char buf[1024];
+
+				rc = cli_errorf("%s: give -o OUT",
+						fgk_error_string(err, buf, sizeof(buf)));
+				fgk_error_free(err);
+			} else {
+				rc = cli_fail(err);
+			}
 			goto done;
 		}
 	}
-	if (stats && cached)
-		fprintf(stderr, "fgk relink: cached %s\n", cache);
+	if (!res.path) {
+		err = fgk_relink(t.vm, l, out, &res.stats);
+		if (err) {
+			rc = cli_fail(err);
+			goto done;
+		}
+		res.written = true;
+	}
+	if (stats && res.cached)
+		fprintf(stderr, "fgk relink: cached %s\n", res.path);
 	else if (stats)
 		fprintf(stderr,
 			"fgk relink: %zu sections moved, %zu symbols, %zu relocated fields (%zu in debug sections)\n",
-			st.sections_moved, st.symbols, st.relocations,
-			st.debug_relocations);
-	if (cache && out) {
-		rc = copy_file(cache, out);
+			res.stats.sections_moved, res.stats.symbols,
+			res.stats.relocations, res.stats.debug_relocations);
+	if (res.path && out) {
+		rc = copy_file(res.path, out);
 		if (rc)
 			goto done;
 	}
-	printf("%s\n", out ? out : cache);
+	printf("%s\n", out ? out : res.path);
 	rc = cli_finish_stdout(0);
 done:
 	fgk_layout_free(l);
-	free(cache);
+	fgk_relink_result_clear(&res);
 	cli_target_close(&t);
 	return rc;
 }
@@ -179,53 +173,3 @@ const struct cli_cmd cmd_relink = {
 	.help = help,
 	.run = run,
 };
-
-/*
- * For other commands (fgk crash): the cached vmlinux.fgk of (vm, seed),
- * relinked now if missing or unusable, exactly as `fgk relink` does.
- * Without a usable cache (no build-id, no cache directory) it is written
- * to fallback_dir/<seed>.vmlinux.fgk; fallback_dir is made private first
- * (fgk_private_dir: the file's name is the seed, its content the layout).
- * *path is malloc'd; *cached says whether it was there.
- */
-int cli_relink_cached(struct fgk_vmlinux *vm, const struct fgk_seed *seed,
-		      const char *fallback_dir, char **path, bool *cached)
-{
-	char hex[FGK_SEED_HEX_LEN + 1];
-	struct fgk_layout *l = NULL;
-	struct fgk_error *err;
-	char *cache = NULL;
-
-	*cached = false;
-	*path = NULL;
-	err = fgk_layout_compute(vm, seed, &l);
-	if (!err)
-		err = fgk_relink_cache_path(vm, seed, &cache);
-	if (!err && cache) {
-		free(cache);
-		err = fgk_relink_cached(vm, l, path, cached);
-		if (err && err->code == FGK_ERR_OS) {
-			/* an unwritable cache: fall back, like no cache */
-			fgk_error_free(err);
-			err = NULL;
-			*path = NULL;
-		}
-	}
-	if (!err && !*path) {
-		fgk_seed_format(seed, hex);
-		err = fgk_private_dir(fallback_dir);
-		if (!err && asprintf(path, "%s/%s.vmlinux.fgk", fallback_dir, hex) < 0) {
-			*path = NULL;
-			err = &fgk_enomem;
-		}
-		if (!err)
-			err = fgk_relink(vm, l, *path, NULL);
-	}
-	fgk_layout_free(l);
-	if (err) {
-		free(*path);
-		*path = NULL;
-		return cli_fail(err);
-	}
-	return 0;
-}

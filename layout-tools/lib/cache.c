@@ -8,31 +8,63 @@
  * (and tightened, for a cache of an older fgk) on every use; the
  * directories made for it are 0700 too.  An existing <cache> itself is left
  * as it is (it may be a directory the user chose, $FGK_CACHE_DIR=/tmp).
+ *
+ * Bounded as libdebuginfod bounds its client cache (debuginfod-client-
+ * config(7)): <cache>/cache_clean_interval_s (default 86400) and
+ * <cache>/max_unused_age_s (default 604800), each a number of seconds,
+ * created with the default when missing.  When the interval file's mtime
+ * is at least the interval old, the cache is cleaned: every entry whose
+ * atime is at least max_unused_age_s old is removed, then every empty
+ * <build-id> directory whose mtime is that old, and the interval file's
+ * mtime is set to now.  Only names of this cache are touched
+ * (<hex>/<64 hex>.vmlinux.fgk), never other files of a shared <cache>.
+ * A hit sets the entry's atime (noatime and relatime mounts do not).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <time.h>
 #include <sys/stat.h>
 
 #include "error.h"
 #include "file.h"
 #include "vmlinux.h"
 
-/* 0 and *dir set, 0 and *dir NULL (no cache applies), or -1 (no memory). */
-static int cache_dir(const char *build_id, char **dir)
+/* <cache> itself: 0 and *dir set, 0 and *dir NULL (none), or -1 (no memory). */
+static int cache_root(char **dir)
 {
 	const char *base;
 
 	*dir = NULL;
 	if ((base = getenv("FGK_CACHE_DIR")) && *base)
-		return asprintf(dir, "%s/%s", base, build_id) < 0 ? -1 : 0;
+		return (*dir = strdup(base)) ? 0 : -1;
 	if ((base = getenv("XDG_CACHE_HOME")) && *base)
-		return asprintf(dir, "%s/fgk/%s", base, build_id) < 0 ? -1 : 0;
+		return asprintf(dir, "%s/fgk", base) < 0 ? -1 : 0;
 	if ((base = getenv("HOME")) && *base)
-		return asprintf(dir, "%s/.cache/fgk/%s", base, build_id) < 0 ? -1 : 0;
+		return asprintf(dir, "%s/.cache/fgk", base) < 0 ? -1 : 0;
 	return 0;
+}
+
+/* 0 and *dir set, 0 and *dir NULL (no cache applies), or -1 (no memory). */
+static int cache_dir(const char *build_id, char **dir)
+{
+	char *root;
+	int r;
+
+	*dir = NULL;
+	if (cache_root(&root) < 0)
+		return -1;
+	if (!root)
+		return 0;
+	r = asprintf(dir, "%s/%s", root, build_id) < 0 ? -1 : 0;
+	free(root);
+	if (r < 0)
+		*dir = NULL;
+	return r;
 }
 
 struct fgk_error *fgk_relink_cache_path(struct fgk_vmlinux *vm,
@@ -159,6 +191,127 @@ static struct fgk_error *drop_entry(const char *cache)
 	return NULL;
 }
 
+/* ---- bounded, as libdebuginfod's client cache --------------------------- */
+
+/*
+ * The number of seconds in root/name; a missing file is created holding
+ * def (its mtime, now, is then *mtime); an unreadable one counts as def.
+ */
+static long long control_value(const char *root, const char *name,
+			       long long def, time_t *mtime)
+{
+	long long v = def;
+	struct stat st;
+	char *path;
+	FILE *f;
+	int fd;
+
+	if (asprintf(&path, "%s/%s", root, name) < 0)
+		return def;
+	if (mtime)
+		*mtime = time(NULL);
+	f = fopen(path, "re");
+	if (f) {
+		if (fscanf(f, "%lld", &v) != 1)
+			v = def;
+		if (mtime && fstat(fileno(f), &st) == 0)
+			*mtime = st.st_mtime;
+		fclose(f);
+	} else if (errno == ENOENT) {
+		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			dprintf(fd, "%lld\n", def);
+			close(fd);
+		}
+	}
+	free(path);
+	return v;
+}
+
+static bool all_hex(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("0123456789abcdef", s[i]))
+			return false;
+	return n > 0;
+}
+
+/* <64 hex>.vmlinux.fgk: a name of this cache (not a temp file, not a stranger's) */
+static bool entry_name(const char *name)
+{
+	static const char suffix[] = ".vmlinux.fgk";
+
+	return strlen(name) == FGK_SEED_HEX_LEN + sizeof(suffix) - 1 &&
+	       all_hex(name, FGK_SEED_HEX_LEN) &&
+	       !strcmp(name + FGK_SEED_HEX_LEN, suffix);
+}
+
+/* Entries of one <build-id> directory unused for max_age; then it, if empty and old. */
+static void clean_build_id_dir(int rootfd, const char *name, time_t now,
+			       long long max_age)
+{
+	int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st, dst;
+	DIR *d;
+
+	/* its mtime before its entries go (libdebuginfod: fts's pre-order stat) */
+	if (fd < 0 || fstat(fd, &dst) < 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (entry_name(de->d_name) &&
+		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) && now - st.st_atime >= max_age)
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	/* rmdir fails on a non-empty one; the mtime check weakens the race
+	 * with a relink that just made it (as libdebuginfod does) */
+	if (now - dst.st_mtime >= max_age)
+		unlinkat(rootfd, name, AT_REMOVEDIR);
+}
+
+/*
+ * Clean <cache> when cache_clean_interval_s has passed since the last
+ * cleaning (the interval file's mtime).  Best effort: a cache that cannot
+ * be cleaned is still used.
+ */
+static void clean_cache(void)
+{
+	long long interval, max_age;
+	time_t last, now = time(NULL);
+	struct dirent *de;
+	char *root, *ipath;
+	DIR *d;
+
+	if (cache_root(&root) < 0 || !root)
+		return;
+	interval = control_value(root, "cache_clean_interval_s",
+				 FGK_CACHE_CLEAN_INTERVAL_S, &last);
+	max_age = control_value(root, "max_unused_age_s",
+				FGK_CACHE_MAX_UNUSED_AGE_S, NULL);
+	if (now - last < interval || max_age < 0 || !(d = opendir(root))) {
+		free(root);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (all_hex(de->d_name, strlen(de->d_name)))
+			clean_build_id_dir(dirfd(d), de->d_name, now, max_age);
+	closedir(d);
+	if (asprintf(&ipath, "%s/cache_clean_interval_s", root) >= 0) {
+		utimensat(AT_FDCWD, ipath, NULL, 0);
+		free(ipath);
+	}
+	free(root);
+}
+
 struct fgk_error *fgk_relink_cached(struct fgk_vmlinux *vm,
 				    const struct fgk_layout *l,
 				    char **path, bool *cached)
@@ -206,7 +359,13 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 		if (!err)	/* an entry of an older fgk: 0600 now */
 			err = fgk__private_file(cache, "cache entry");
 		if (!err) {
+			/* used now: what max_unused_age_s counts from */
+			struct timespec ts[2] = { { .tv_nsec = UTIME_NOW },
+						  { .tv_nsec = UTIME_OMIT } };
+
+			utimensat(AT_FDCWD, cache, ts, 0);
 			free(dir);
+			clean_cache();
 			*path = cache;
 			*cached = true;
 			return NULL;
@@ -224,6 +383,7 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 	if (err)
 		goto fail;
 	free(dir);
+	clean_cache();
 	*path = cache;
 	return NULL;
 fail:
@@ -232,4 +392,94 @@ fail:
 	free(dir);
 	free(cache);
 	return err;
+}
+
+/* <fallback>/<seed>.vmlinux.fgk, or <build-id>.kallsyms.vmlinux.fgk for a seedless layout. */
+static struct fgk_error *fallback_path(struct fgk_vmlinux *vm,
+				       const struct fgk_layout *l,
+				       const char *fallback_dir, char **path)
+{
+	char hex[FGK_SEED_HEX_LEN + 1];
+	const char *id = fgk_vmlinux_build_id(vm);
+	int r;
+
+	if (l->seedless) {
+		r = asprintf(path, "%s/%s.kallsyms.vmlinux.fgk", fallback_dir,
+			     id ? id : "no-build-id");
+	} else {
+		fgk_seed_format(&l->seed, hex);
+		r = asprintf(path, "%s/%s.vmlinux.fgk", fallback_dir, hex);
+	}
+	if (r < 0) {
+		*path = NULL;
+		return &fgk_enomem;
+	}
+	return NULL;
+}
+
+void fgk_relink_result_clear(struct fgk_relink_result *res)
+{
+	free(res->path);
+	free(res->cache_error);
+	memset(res, 0, sizeof(*res));
+}
+
+struct fgk_error *fgk_relink_through_cache(struct fgk_vmlinux *vm,
+					   const struct fgk_layout *l,
+					   const char *fallback_dir,
+					   unsigned int flags,
+					   struct fgk_relink_result *res)
+{
+	bool dry = flags & FGK_RELINK_DRY_RUN;
+	struct fgk_error *err = NULL;
+	char *cache = NULL;
+
+	memset(res, 0, sizeof(*res));
+	if (!l->seedless)
+		err = fgk_relink_cache_path(vm, &l->seed, &cache);
+	if (err)
+		return err;
+	if (cache && dry) {
+		res->in_cache = true;
+		res->cached = fgk_relink_verify(vm, cache) == NULL;
+		res->path = cache;
+		return NULL;
+	}
+	if (cache) {
+		free(cache);
+		err = fgk_relink_cached_stats(vm, l, &res->path, &res->cached,
+					      &res->stats);
+		if (!err) {
+			res->in_cache = true;
+			res->written = !res->cached;
+			return NULL;
+		}
+		/* an unwritable cache, or another user's: as if none applied */
+		if (err->code != FGK_ERR_OS || !fallback_dir)
+			return err;
+		{
+			char buf[1024];
+
+			res->cache_error = strdup(fgk_error_string(err, buf, sizeof(buf)));
+		}
+		fgk_error_free(err);
+		if (!res->cache_error)
+			return &fgk_enomem;
+	}
+	if (!fallback_dir)
+		return fgk_error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
+				     l->seedless ?
+				     "a layout rebuilt from kallsyms has no seed: not cached, and no other place to write it was given" :
+				     "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");
+	err = fallback_path(vm, l, fallback_dir, &res->path);
+	if (!err && !dry)
+		err = fgk_private_dir(fallback_dir);
+	if (!err && !dry)
+		err = fgk_relink(vm, l, res->path, &res->stats);
+	if (err) {
+		fgk_relink_result_clear(res);
+		return err;
+	}
+	res->written = !dry;
+	return NULL;
 }

@@ -34,7 +34,7 @@ import ctypes
 import ctypes.util
 import os
 from ctypes import (POINTER, Structure, byref, c_bool, c_char, c_char_p, c_int,
-                    c_size_t, c_uint8, c_uint32, c_uint64, c_void_p)
+                    c_size_t, c_uint, c_uint8, c_uint32, c_uint64, c_void_p)
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +146,11 @@ class _RelinkStats(Structure):
                 ("relocations", c_size_t), ("debug_relocations", c_size_t)]
 
 
+class _RelinkResult(Structure):
+    _fields_ = [("path", c_char_p), ("cache_error", c_char_p), ("cached", c_bool),
+                ("in_cache", c_bool), ("written", c_bool), ("stats", _RelinkStats)]
+
+
 class _Vmcoreinfo(Structure):
     _fields_ = [("format", c_int), ("raw", c_char_p), ("osrelease", c_char_p),
                 ("build_id", c_char_p), ("has_offset", c_bool), ("offset", c_uint64),
@@ -192,6 +197,9 @@ _PROTOTYPES = {
     "fgk_relink": (_ERR, [_VM, _LAYOUT, c_char_p, POINTER(_RelinkStats)]),
     "fgk_relink_cache_path": (_ERR, [_VM, POINTER(_Seed), POINTER(c_void_p)]),
     "fgk_relink_cached": (_ERR, [_VM, _LAYOUT, POINTER(c_void_p), POINTER(c_bool)]),
+    "fgk_relink_through_cache": (_ERR, [_VM, _LAYOUT, c_char_p, c_uint,
+                                        POINTER(_RelinkResult)]),
+    "fgk_relink_result_clear": (None, [POINTER(_RelinkResult)]),
     "fgk_vmcoreinfo_parse": (_ERR, [c_char_p, c_size_t, c_char_p, POINTER(_Vmcoreinfo)]),
     "fgk_vmcore_read": (_ERR, [c_char_p, POINTER(_Vmcoreinfo)]),
     "fgk_vmcoreinfo_clear": (None, [POINTER(_Vmcoreinfo)]),
@@ -622,6 +630,25 @@ class Layout:
         _check(_L().fgk_relink_cached(self.vm._handle(), self._handle(), byref(out),
                                       byref(cached)))
         return _take_string(out), bool(cached.value)
+
+    def relink_through_cache(self, fallback_dir=None, dry_run=False) -> dict:
+        """The one relink through the cache (fgk_relink_through_cache):
+        {path, cache_error, cached, in_cache, written, stats}.  Without a
+        usable cache (or for a layout from kallsyms) it is written in
+        fallback_dir (made private); fallback_dir None makes that an error.
+        dry_run: only where it would be."""
+        r = _RelinkResult()
+        _check(_L().fgk_relink_through_cache(
+            self.vm._handle(), self._handle(),
+            _b(fallback_dir) if fallback_dir is not None else None,
+            1 if dry_run else 0, byref(r)))
+        try:
+            return {"path": _s(r.path), "cache_error": _s(r.cache_error),
+                    "cached": bool(r.cached), "in_cache": bool(r.in_cache),
+                    "written": bool(r.written),
+                    "stats": {k: getattr(r.stats, k) for k, _ in _RelinkStats._fields_}}
+        finally:
+            _L().fgk_relink_result_clear(byref(r))
 
 
 # --------------------------------------------------------------------------

@@ -613,6 +613,48 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 					  char **path, bool *cached,
 					  struct fgk_relink_stats *stats);
 
+/*
+ * The cache is bounded as libdebuginfod's client cache is
+ * (debuginfod-client-config(7)): <dir>/cache_clean_interval_s and
+ * <dir>/max_unused_age_s hold seconds (created with these defaults when
+ * missing).  A use of the cache at least cache_clean_interval_s after the
+ * last cleaning (the mtime of that file) removes the entries not used
+ * (atime, set on each hit) for max_unused_age_s and the empty <build-id>
+ * directories that old; a negative max_unused_age_s keeps everything.
+ */
+#define FGK_CACHE_CLEAN_INTERVAL_S	86400
+#define FGK_CACHE_MAX_UNUSED_AGE_S	604800
+
+/* fgk_relink_through_cache(): compute the path, write nothing */
+#define FGK_RELINK_DRY_RUN	0x1
+
+struct fgk_relink_result {
+	char *path;		/* the vmlinux.fgk (malloc'd) */
+	char *cache_error;	/* why the cache was not used (or NULL) */
+	bool cached;		/* it was in the cache already */
+	bool in_cache;		/* path is a cache entry (else in fallback_dir) */
+	bool written;		/* relinked now (stats filled) */
+	struct fgk_relink_stats stats;
+};
+
+/*
+ * The one relink through the cache, for every tool: the cache entry of
+ * (vm's build-id, l's seed), reused or relinked now
+ * (fgk_relink_cached_stats); when no cache applies, the cache cannot be
+ * written (FGK_ERR_OS), or l has no seed (a layout from kallsyms),
+ * fallback_dir/<seed>.vmlinux.fgk (or <build-id>.kallsyms.vmlinux.fgk),
+ * fallback_dir made private first (fgk_private_dir).  fallback_dir NULL:
+ * those cases are errors.  FGK_RELINK_DRY_RUN: res->path is where it
+ * would be, res->cached whether a usable entry is there; nothing is
+ * written or removed.  Free res with fgk_relink_result_clear().
+ */
+struct fgk_error *fgk_relink_through_cache(struct fgk_vmlinux *vm,
+					   const struct fgk_layout *l,
+					   const char *fallback_dir,
+					   unsigned int flags,
+					   struct fgk_relink_result *res);
+void fgk_relink_result_clear(struct fgk_relink_result *res);
+
 /* ---- misc ---------------------------------------------------------------- */
 
 /*
