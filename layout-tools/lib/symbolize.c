@@ -46,6 +46,7 @@ struct fgk_symbolizer {
 	size_t nmods;
 	struct msec *msecs;
 	size_t nmsecs;
+	char *last_extra;		/* the explanation lines of the last line */
 };
 
 struct fgk_error *fgk_symbolizer_new(struct fgk_vmlinux *vm,
@@ -83,6 +84,7 @@ void fgk_symbolizer_free(struct fgk_symbolizer *s)
 	}
 	free(s->mods);
 	free(s->msecs);
+	free(s->last_extra);
 	free(s);
 }
 
@@ -922,10 +924,28 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 	if (len && line[len - 1] == '\n')
 		len--;
 	if (explained_line(line, line + len)) {
-		/* already decoded: kept as it is */
-		sb_printf(&b, "%.*s\n", (int)len, line);
+		/*
+		 * Already decoded: kept as it is, unless it is one of the lines
+		 * just written again for the line before it.
+		 */
+		const char *e = s->last_extra;
+		bool again = false;
+
+		while (e && !again && (e = strstr(e, "    "))) {
+			again = !strncmp(e, line, len) && e[len] == '\n';
+			e = strchr(e, '\n');
+		}
+		if (!again)
+			sb_printf(&b, "%.*s\n", (int)len, line);
+		else
+			sb_printf(&b, "%s", "");
 		s->decoded++;
-		goto done;
+		if (b.oom) {
+			free(b.p);
+			return &fgk_enomem;
+		}
+		*out = b.p;
+		return NULL;
 	}
 	while ((size_t)(p - line) < len) {
 		uint64_t off, size, rt, link;
@@ -1030,10 +1050,10 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 		p++;
 	}
 	sb_printf(&b, "\n");
-done:
 	if (extra.len)
 		sb_printf(&b, "%s", extra.p);
-	free(extra.p);
+	free(s->last_extra);
+	s->last_extra = extra.p;	/* NULL when none */
 	if (b.oom || extra.oom) {
 		free(b.p);
 		return &fgk_enomem;
