@@ -331,8 +331,29 @@ def test_fgk_crash_unshuffled(crashed, dump, tmp_path):
     check_crash_output(crashed, r)
 
 
+def test_dry_run_writes_nothing(crashed, tmp_path):
+    """fgk crash -n prints the command and the path vmlinux.fgk would have;
+    it relinks nothing (it wrote a 211 MB relink) in the cache or the
+    fallback directory, and makes no module directory."""
+    require_fg()
+    cache, tmp = tmp_path / "cache", tmp_path / "tmp"
+    tmp.mkdir()
+    env = dict(os.environ, FGK_CACHE_DIR=str(cache), TMPDIR=str(tmp))
+    r = run(FGK, "crash", "-n", crashed["dir"] / "vmcore", VMLINUX, env=env)
+    assert r.returncode == 0, r.stderr
+    fgk_file = r.stdout.split()[-2]
+    assert fgk_file.startswith(str(cache)) and fgk_file.endswith(".vmlinux.fgk"), r.stdout
+    assert "not written, -n" in r.stderr, r.stderr
+    assert not os.path.exists(fgk_file)
+    assert not cache.exists() or not any(cache.rglob("*.vmlinux.fgk")), list(cache.rglob("*"))
+    assert list(tmp.iterdir()) == []
+
+
 def test_relink_cached(crashed, tmp_path):
     require_fg()
+    # into the cache, as fgk relink does; fgk crash -n then names that entry
+    r = run(FGK, "relink", VMLINUX, "--seed", crashed["seed"], env=fgk_env(crashed))
+    assert r.returncode == 0, r.stderr
     r = run(FGK, "crash", "-n", crashed["dir"] / "vmcore", VMLINUX, env=fgk_env(crashed))
     assert r.returncode == 0, r.stderr
     assert "(cached relink of" in r.stderr

@@ -23,6 +23,7 @@ import random
 import re
 import shutil
 import subprocess
+import stat
 import sys
 import time
 
@@ -166,6 +167,34 @@ def kallsyms(output):
 
 # --------------------------------------------------------------------------
 # no guest needed
+
+def test_relink_through_the_shared_cache(tmp_path):
+    """fgk-gdb relinks through libfgk's one relink-through-cache function:
+    the entry `fgk relink` made is reused as it is; a cache that cannot be
+    written falls back to $TMPDIR/fgk-gdb-UID (0700), said in one line."""
+    require_fg()
+    seed = "d7" * 32
+    cache = tmp_path / "cache"
+    env = dict(os.environ, FGK_CACHE_DIR=str(cache), TMPDIR=str(tmp_path / "t"))
+    (tmp_path / "t").mkdir()
+    r = subprocess.run([str(FGK), "relink", str(VMLINUX), "--seed", seed],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    entry = r.stdout.strip()
+    mtime = os.stat(entry).st_mtime_ns
+    py = ("python from fgkgdb import attach, state; "
+          f"print('RELINKED', attach.relink(state.elf({str(VMLINUX)!r}), {seed!r})[0])")
+    g = gdb(f"source {LOADER}", py, env=env)
+    assert f"RELINKED {entry}\n" in g.stdout, g.stdout + g.stderr
+    assert os.stat(entry).st_mtime_ns == mtime, "the cache entry was written again"
+    (tmp_path / "file").write_text("")
+    env["FGK_CACHE_DIR"] = str(tmp_path / "file" / "cache")
+    g = gdb(f"source {LOADER}", py, env=env)
+    fb = tmp_path / "t" / f"fgk-gdb-{os.geteuid()}"
+    assert f"RELINKED {fb / (seed + '.vmlinux.fgk')}\n" in g.stdout, g.stdout + g.stderr
+    assert "not caching" in g.stdout
+    assert stat.S_IMODE(os.stat(fb).st_mode) == 0o700
+
 
 def test_attach_without_guest_says_what_to_do():
     if not shutil.which("gdb"):
