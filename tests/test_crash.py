@@ -331,6 +331,21 @@ def test_fgk_crash_unshuffled(crashed, dump, tmp_path):
     check_crash_output(crashed, r)
 
 
+def test_help_and_man_page_agree_on_module_sections():
+    """fgk crash --help said crash places every module section itself;
+    fgk-crash(1) says it places only .text, .data, .bss and .rodata (which
+    is why fgk relinks shuffled modules).  Both must say the latter."""
+    if not FGK.is_file():
+        pytest.skip("build/bin/fgk missing: run 'make tools'")
+    norm = lambda t: " ".join(t.replace("`", "").split())  # noqa: E731
+    helptext = norm(run(FGK, "crash", "--help").stdout)
+    man = norm((REPO / "docs" / "fgk-crash.1.md").read_text())
+    assert "put each module section, shuffled or not" not in helptext
+    for text in (helptext, man):
+        assert "places only .text (at the module's base), .data, .bss and .rodata" in text
+    assert "Nothing is written" in man and "nothing is written" in helptext
+
+
 def test_dry_run_writes_nothing(crashed, tmp_path):
     """fgk crash -n prints the command and the path vmlinux.fgk would have;
     it relinks nothing (it wrote a 211 MB relink) in the cache or the
