@@ -346,6 +346,31 @@ def test_help_and_man_page_agree_on_module_sections():
     assert "Nothing is written" in man and "nothing is written" in helptext
 
 
+def test_info_json(crashed):
+    """fgk crash --info --json: the fields of the text output, through the
+    CLI's JSON writer (offset a hex string, a missing value null)."""
+    import json
+    for name in ("vmcore", "vmcore.kdump"):
+        dump = crashed["dir"] / name
+        text = run(FGK, "crash", "--info", dump)
+        assert text.returncode == 0, text.stderr
+        fields = dict(line.split(": ", 1) for line in text.stdout.splitlines())
+        for opt in ("--json", "--pretty"):
+            r = run(FGK, "crash", "--info", opt, dump)
+            assert r.returncode == 0, r.stderr
+            j = json.loads(r.stdout)
+            assert j["dump"] == fields["dump"] == str(dump)
+            assert j["format"] == fields["format"]
+            assert j["release"] == fields["release"]
+            assert j["build_id"] == fields["build-id"]
+            assert j["offset"] == fields["offset"] == f"{crashed['offset']:#x}"
+            assert (j["fgkaslr_seed"] or "-") == fields["fgkaslr-seed"]
+            if crashed["seed"]:
+                assert j["fgkaslr_seed"] == crashed["seed"]
+    r = run(FGK, "crash", "--json", crashed["dir"] / "vmcore")
+    assert r.returncode == 2 and "go with --info" in r.stderr, r.stderr
+
+
 def test_dry_run_writes_nothing(crashed, tmp_path):
     """fgk crash -n prints the command and the path vmlinux.fgk would have;
     it relinks nothing (it wrote a 211 MB relink) in the cache or the

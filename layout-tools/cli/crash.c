@@ -19,7 +19,7 @@ static const char help[] =
 "usage: fgk crash VMCORE [VMLINUX] [-i FILE] [--seed SEED | --seed-file RECORD]\n"
 "                 [--modules DIR]... [--no-modules] [--crash PROGRAM] [-n] [-q]\n"
 "                 [-- CRASH-ARGS...]\n"
-"       fgk crash --info VMCORE\n"
+"       fgk crash --info VMCORE [--json | --pretty]\n"
 "\n"
 "Read the dump's VMCOREINFO (ELF core: the VMCOREINFO PT_NOTE; kdump-\n"
 "compressed, flattened or not: via libkdumpfile) for FGKASLR_SEED, BUILD-ID,\n"
@@ -70,6 +70,7 @@ static const char help[] =
 "                   nothing is written (no relink, no module directory)\n"
 "-q, --quiet        do not describe the dump on stderr\n"
 "--info             print what the dump's VMCOREINFO says and exit\n"
+"--json, --pretty   with --info: one JSON object (compact, or indented)\n"
 "-- CRASH-ARGS      passed to crash before the file names\n";
 
 enum { OPT_CRASH = 0x300, OPT_INFO, OPT_MODULES, OPT_NO_MODULES };
@@ -99,6 +100,30 @@ static void print_info(FILE *f, const char *dump, const struct fgk_vmcoreinfo *v
 	}
 }
 
+/* --info --json: the same fields, JSON (fgk-crash(1), JSON OUTPUT) */
+static void print_info_json(enum cli_output out, const char *dump,
+			    const struct fgk_vmcoreinfo *vi)
+{
+	struct json j;
+
+	cli_json_init(&j, out);
+	json_start_object(&j);
+	json_string_field(&j, "dump", dump);
+	json_string_field(&j, "format", fgk_vmcore_format_name(vi->format));
+	json_string_field(&j, "release", vi->osrelease);
+	json_string_field(&j, "build_id", vi->build_id);
+	if (vi->has_offset)
+		json_hex_field(&j, "offset", vi->offset);
+	else
+		json_null_field(&j, "offset");
+	if (vi->seed_state == FGK_VMCORE_SEED_DISABLED)
+		json_string_field(&j, "fgkaslr_seed", "disabled");
+	else
+		cli_json_seed_field(&j, "fgkaslr_seed",
+				    vi->seed_state == FGK_VMCORE_SEED_PRESENT ? &vi->seed : NULL);
+	json_end_object(&j);
+}
+
 static void shell_quote(FILE *f, const char *s)
 {
 	if (*s && !strpbrk(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!")) {
@@ -126,6 +151,7 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 		{ "no-modules", no_argument, NULL, OPT_NO_MODULES },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "quiet", no_argument, NULL, 'q' },
+		CLI_JSON_OPTIONS,
 		{ 0 },
 	};
 	int nopt = argc, opt;
@@ -144,7 +170,7 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 	}
 	optind = 1;
 	while ((opt = cli_getopt(&cmd_crash, nopt, argv, "hi:nq", opts)) != -1) {
-		if (cli_target_option(&c->t, opt, optarg))
+		if (cli_target_option(&c->t, opt, optarg) || cli_json_option(&c->json, opt))
 			continue;
 		switch (opt) {
 		case 'h':
@@ -191,6 +217,8 @@ static int parse_args(struct crash_run *c, int argc, char **argv)
 		return cli_usage_error(&cmd_crash, "missing VMCORE");
 	if (c->t.seed_text && c->t.seed_file)
 		return cli_usage_error(&cmd_crash, "give --seed or --seed-file, not both");
+	if (c->json != CLI_TEXT && !c->info_only)
+		return cli_usage_error(&cmd_crash, "--json and --pretty go with --info");
 	if (c->no_modules && c->nmod_dirs)
 		return cli_usage_error(&cmd_crash, "give --modules or --no-modules, not both");
 	if (c->input && access(c->input, R_OK) != 0)
@@ -564,7 +592,10 @@ static int run(int argc, char **argv)
 	if (rc)
 		return rc;
 	if (c.info_only) {
-		print_info(stdout, c.dump, &c.vi);
+		if (c.json != CLI_TEXT)
+			print_info_json(c.json, c.dump, &c.vi);
+		else
+			print_info(stdout, c.dump, &c.vi);
 		fgk_vmcoreinfo_clear(&c.vi);
 		return cli_finish_stdout(0);
 	}

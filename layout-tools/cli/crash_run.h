@@ -13,6 +13,7 @@ struct crash_run {
 	char **extra;			/* after "--": passed to crash */
 	int nextra;
 	bool info_only, dry, quiet;
+	enum cli_output json;		/* --info --json / --pretty */
 	bool have_vmcoreinfo;		/* false: --seed/--seed-file fallback */
 	bool is_fg;			/* vmlinux has randomized sections */
 	bool shuffle;			/* relink vmlinux for t.seed */
