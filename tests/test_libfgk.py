@@ -5,6 +5,7 @@ gcc program, and the FG-KASLR-shaped fixture of layout-tools/tests/fixtures
 linked with its linker script).  Expected values come from binutils
 (readelf, nm) and from the fgk command line tool, never from the binding.
 """
+import ctypes
 import json
 import os
 import re
@@ -61,6 +62,89 @@ def test_shared_library_exports_exactly_the_header():
     assert all("@@FGK_1" in line or line.split()[-2] == "A"
                for line in run("nm", "-D", "--defined-only", "--with-symbol-versions",
                                so).splitlines())
+
+
+# --------------------------------------------------------------------------
+# the binding's ctypes mirrors are the header's structs (ABI)
+
+def header_struct_fields(text, name):
+    """Field names of `struct name { ... };` in the header, in order."""
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    m = re.search(r"^struct " + name + r" \{(.*?)^\};", text, re.S | re.M)
+    assert m, f"struct {name} not in {HEADER}"
+    fields = []
+    for decl in m.group(1).split(";"):
+        decl = re.sub(r"\[[^\]]*\]", "", decl).strip()
+        if decl:
+            fields.append(re.findall(r"\w+", decl)[-1])
+    return fields
+
+
+def c_layout(tmp_path, structs):
+    """{struct: (sizeof, {field: (offsetof, sizeof)})} as the C compiler
+    lays out <fgk/fgk.h>."""
+    prog = ["#include <stddef.h>", "#include <stdio.h>", "#include <fgk/fgk.h>",
+            "int main(void) {"]
+    for name, fields in structs.items():
+        prog.append(f'printf("{name} - %zu\\n", sizeof(struct {name}));')
+        for f in fields:
+            prog.append(f'printf("{name} {f} %zu %zu\\n", offsetof(struct {name}, {f}), '
+                        f"sizeof(((struct {name} *)0)->{f}));")
+    prog.append("return 0; }")
+    src = tmp_path / "abi.c"
+    src.write_text("\n".join(prog) + "\n")
+    run("cc", "-std=gnu11", "-I", HEADER.parent.parent, "-o", tmp_path / "abi", src)
+    out = {}
+    for line in run(tmp_path / "abi").splitlines():
+        name, field, *nums = line.split()
+        size, fields = out.setdefault(name, [0, {}])
+        if field == "-":
+            out[name][0] = int(nums[0])
+        else:
+            fields[field] = (int(nums[0]), int(nums[1]))
+    return out
+
+
+def test_ctypes_mirrors_match_header(tmp_path):
+    """Each struct the binding mirrors has, in the compiled header, the
+    mirror's fields in the mirror's order at the mirror's offsets and sizes,
+    no field the mirror lacks, and the mirror's size."""
+    mirrors = libfgk._MIRRORS
+    declared = {v for k, v in vars(libfgk).items()
+                if isinstance(v, type) and issubclass(v, ctypes.Structure)
+                and v is not ctypes.Structure}
+    assert declared == set(mirrors.values()), \
+        "a ctypes Structure of the binding is missing from libfgk._MIRRORS"
+    text = HEADER.read_text()
+    names = {n: header_struct_fields(text, n) for n in mirrors}
+    got = c_layout(tmp_path, names)
+    for name, cls in mirrors.items():
+        mine = [f[0] for f in cls._fields_]
+        assert mine == names[name], f"struct {name}: header {names[name]}, binding {mine}"
+        size, fields = got[name]
+        for f in mine:
+            d = getattr(cls, f)
+            assert (d.offset, d.size) == fields[f], \
+                f"struct {name}.{f}: C offset/size {fields[f]}, ctypes {(d.offset, d.size)}"
+        assert ctypes.sizeof(cls) == size, f"sizeof(struct {name}) {size}, ctypes {ctypes.sizeof(cls)}"
+
+
+def test_layout_is_opaque():
+    """struct fgk_layout has no body in the public header (getters only)."""
+    text = re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+    assert "struct fgk_layout;" in text
+    assert not re.search(r"struct fgk_layout\s*\{", text)
+
+
+def test_error_classes_per_code():
+    """A C error comes back as the subclass for its code."""
+    with pytest.raises(libfgk.SeedError) as e:
+        libfgk.parse_seed("zz")
+    assert e.value.code == libfgk.ERR_SEED and isinstance(e.value, FgkError)
+    with pytest.raises(libfgk.FgkOSError) as e:
+        libfgk.Vmlinux("/nonexistent/vmlinux")
+    assert e.value.errno == 2 and e.value.path == "/nonexistent/vmlinux"
+    assert len(set(libfgk._ERROR_CLASSES.values())) == libfgk.ERR_NO_VMCOREINFO
 
 
 def test_library_path_search(tmp_path):

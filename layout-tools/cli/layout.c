@@ -153,6 +153,8 @@ static int run(int argc, char **argv)
 	const char *relink = NULL;
 	struct cli_target t = { 0 };
 	struct fgk_layout *l;
+	const struct fgk_section *secs;
+	size_t n;
 	enum cli_output out = CLI_TEXT;
 	int opt, rc;
 
@@ -193,19 +195,20 @@ static int run(int argc, char **argv)
 		cli_target_close(&t);
 		return rc;
 	}
+	secs = fgk_layout_sections(l, &n);
 	if (out != CLI_TEXT) {
 		struct json j;
 
 		cli_json_init(&j, out);
 		json_start_object(&j);
-		cli_json_seed_field(&j, "seed", l->seedless ? NULL : &l->seed);
-		json_addr_field(&j, "start", l->start);
-		json_addr_field(&j, "limit", l->limit);
-		json_addr_field(&j, "end", l->end);
+		cli_json_seed_field(&j, "seed", fgk_layout_seed(l));
+		json_addr_field(&j, "start", fgk_layout_start(l));
+		json_addr_field(&j, "limit", fgk_layout_limit(l));
+		json_addr_field(&j, "end", fgk_layout_end(l));
 		json_name(&j, "sections");
 		json_start_array(&j);
-		for (size_t i = 0; i < l->n; i++) {
-			const struct fgk_section *e = &l->secs[i];
+		for (size_t i = 0; i < n; i++) {
+			const struct fgk_section *e = &secs[i];
 
 			json_start_object(&j);
 			json_u64_field(&j, "index", e->index);
@@ -220,8 +223,8 @@ static int run(int argc, char **argv)
 		json_end_object(&j);
 	} else {
 		printf("index\tname\tlink\tnew\tsize\talign\n");
-		for (size_t i = 0; i < l->n; i++) {
-			const struct fgk_section *e = &l->secs[i];
+		for (size_t i = 0; i < n; i++) {
+			const struct fgk_section *e = &secs[i];
 
 			printf("%zu\t%s\t0x%016llx\t0x%016llx\t0x%llx\t%llu\n",
 			       e->index, e->name, (unsigned long long)e->addr,

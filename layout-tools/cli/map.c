@@ -40,7 +40,7 @@ static void write_json(FILE *f, enum cli_output out, const struct fgk_map *map,
 	json_start_object(&j);
 	json_string_field(&j, "format",
 			  format == FGK_MAP_KALLSYMS ? "kallsyms" : "system-map");
-	cli_json_seed_field(&j, "seed", l->seedless ? NULL : &l->seed);
+	cli_json_seed_field(&j, "seed", fgk_layout_seed(l));
 	json_hex_field(&j, "offset", offset);
 	json_name(&j, "symbols");
 	json_start_array(&j);

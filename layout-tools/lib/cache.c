@@ -32,6 +32,7 @@
 
 #include "error.h"
 #include "file.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 /* <cache> itself: 0 and *dir set, 0 and *dir NULL (none), or -1 (no memory). */

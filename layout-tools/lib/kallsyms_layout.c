@@ -20,6 +20,7 @@
 
 #include "error.h"
 #include "vmcore_mem.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 #define UNKNOWN UINT64_MAX

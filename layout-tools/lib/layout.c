@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,
@@ -291,4 +292,36 @@ bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t y, uint64_t *link)
 		return false;
 	*link = y - e->new_addr + e->addr;
 	return true;
+}
+
+const struct fgk_seed *fgk_layout_seed(const struct fgk_layout *l)
+{
+	return l->seedless ? NULL : &l->seed;
+}
+
+uint64_t fgk_layout_start(const struct fgk_layout *l)
+{
+	return l->start;
+}
+
+uint64_t fgk_layout_limit(const struct fgk_layout *l)
+{
+	return l->limit;
+}
+
+uint64_t fgk_layout_end(const struct fgk_layout *l)
+{
+	return l->end;
+}
+
+const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
+					      size_t *n)
+{
+	*n = l->n;
+	return l->secs;
+}
+
+const uint32_t *fgk_layout_order(const struct fgk_layout *l)
+{
+	return l->order;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 struct sort_item {

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 struct relink {

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 /* A module met in a frame or a sections capture. */

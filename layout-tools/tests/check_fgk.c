@@ -542,22 +542,27 @@ START_TEST(test_fixture_layout)
 	for (int k = 0; k < 3; k++) {
 		struct fgk_seed s = seed_of(seeds[k]);
 
+		const struct fgk_section *secs;
+		size_t n;
+
 		OK(fgk_layout_compute(vm, &s, &l));
-		ck_assert_uint_gt(l->n, 30);
-		ck_assert_uint_le(l->end, l->limit);
-		for (size_t i = 0; i < l->n; i++) {
-			const struct fgk_section *e = &l->secs[i];
+		secs = fgk_layout_sections(l, &n);
+		ck_assert_mem_eq(fgk_layout_seed(l)->bytes, s.bytes, sizeof(s.bytes));
+		ck_assert_uint_gt(n, 30);
+		ck_assert_uint_le(fgk_layout_end(l), fgk_layout_limit(l));
+		for (size_t i = 0; i < n; i++) {
+			const struct fgk_section *e = &secs[i];
 			uint64_t back;
 
 			ck_assert(strncmp(e->name, ".text.", 6) == 0);
 			ck_assert_uint_eq(e->new_addr % e->align, 0);
-			ck_assert_uint_ge(e->new_addr, l->start);
-			ck_assert_uint_le(e->new_addr + e->size, l->limit);
+			ck_assert_uint_ge(e->new_addr, fgk_layout_start(l));
+			ck_assert_uint_le(e->new_addr + e->size, fgk_layout_limit(l));
 			if (i)
-				ck_assert_uint_gt(e->index, l->secs[i - 1].index);
+				ck_assert_uint_gt(e->index, secs[i - 1].index);
 			/* no two placed sections overlap */
 			for (size_t j = 0; j < i; j++) {
-				const struct fgk_section *f = &l->secs[j];
+				const struct fgk_section *f = &secs[j];
 
 				ck_assert(e->new_addr + e->size <= f->new_addr ||
 					  f->new_addr + f->size <= e->new_addr);
@@ -631,11 +636,12 @@ START_TEST(test_fixture_xindex)
 	struct fgk_symbol sym, at;
 	struct fgk_seed s = seed_of(S0102);
 	const struct fgk_section *sec;
+	size_t n;
 
 	OK(open_fixture("xindex.elf", &vm));
 	OK(fgk_layout_compute(vm, &s, &l));
-	ck_assert_uint_gt(l->n, 66000);
-	ck_assert_uint_gt(l->secs[l->n - 1].index, 65280);
+	ck_assert_uint_gt(fgk_layout_sections(l, &n) ? n : 0, 66000);
+	ck_assert_uint_gt(fgk_layout_sections(l, &n)[n - 1].index, 65280);
 	/* xfn_65473 sits in a section whose index is 0xfff1 == SHN_ABS */
 	for (int k = 65000; k < 66000; k += 7) {
 		char name[32];
@@ -724,7 +730,10 @@ START_TEST(test_fixture_nofit)
 			fgk_error_free(err);
 		} else {
 			/* if it fits, the 4096-aligned section must come first */
-			ck_assert_uint_eq(l->secs[l->order[0]].align, 4096);
+			size_t n;
+
+			ck_assert_uint_eq(fgk_layout_sections(l, &n)[fgk_layout_order(l)[0]].align,
+					  4096);
 			fit++;
 		}
 		fgk_layout_free(l);

@@ -24,7 +24,7 @@ Where things are (docs/python.md):
     ``<repo>/build/lib/libfgk.so.1`` (``make tools``), else the dynamic
     linker's search path.
 
-Every failure is a :class:`FgkError` (one exception type), carrying the C
+Every failure is a :class:`FgkError` (a subclass per error code), carrying the C
 error's code, errno and the file it is about.
 """
 
@@ -39,7 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
-    "FgkError", "library_path", "parse_seed", "format_seed", "random_seed",
+    "FgkError", "FgkMemoryError", "FgkOSError", "ElfError", "NotFgkaslrError",
+    "NoSymtabError", "NoFitError", "SeedError", "RecordError", "BuildIdError",
+    "FgkLookupError", "KallsymsError", "CryptoError", "InvalidError", "VmcoreError",
+    "NoVmcoreinfoError", "library_path", "parse_seed", "format_seed", "random_seed",
     "SeedRecord", "parse_seed_record", "read_seed_record",
     "Vmlinux", "Layout", "Section", "Symbol", "SectionInfo", "Addr",
     "VmcoreInfo", "read_vmcore", "parse_vmcoreinfo", "unflatten",
@@ -62,7 +65,17 @@ SEED_ABSENT, SEED_DISABLED, SEED_PRESENT = range(3)
 
 class FgkError(Exception):
     """A libfgk error: ``str(e)`` is ``"<path>: <message>"`` (or the message);
-    ``code`` is the C ``enum fgk_error_code`` (``libfgk.ERR_*``)."""
+    ``code`` is the C ``enum fgk_error_code`` (``libfgk.ERR_*``).
+
+    ``FgkError(message, code)`` makes an instance of the subclass for that
+    code (``NoFitError`` for ``ERR_NO_FIT``, ...), so ``except
+    libfgk.SeedError`` catches exactly the C ``FGK_ERR_SEED`` failures and
+    ``except FgkError`` all of them."""
+
+    def __new__(cls, message: str = "", code: int = ERR_INVALID, *args, **kwargs):
+        if cls is FgkError:
+            cls = _ERROR_CLASSES.get(code, FgkError)
+        return super().__new__(cls)
 
     def __init__(self, message: str, code: int = ERR_INVALID, path: str | None = None,
                  errnum: int = 0):
@@ -70,7 +83,86 @@ class FgkError(Exception):
         self.code = code
         self.path = path
         self.errnum = errnum
-        super().__init__(f"{path}: {message}" if path else message)
+        super().__init__(str(self))
+        self.args = (str(self),)
+
+    def __str__(self):
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class FgkMemoryError(FgkError):
+    """FGK_ERR_NOMEM"""
+
+
+class FgkOSError(FgkError, OSError):
+    """FGK_ERR_OS: a system call failed (``errnum`` is its errno)."""
+
+    def __init__(self, message: str, code: int = ERR_OS, path: str | None = None,
+                 errnum: int = 0):
+        FgkError.__init__(self, message, code, path, errnum)
+        self.errno, self.filename = errnum or None, path
+
+
+class ElfError(FgkError):
+    """FGK_ERR_ELF: malformed or unexpected ELF."""
+
+
+class NotFgkaslrError(FgkError):
+    """FGK_ERR_NOT_FGKASLR: the vmlinux has no randomized sections."""
+
+
+class NoSymtabError(FgkError):
+    """FGK_ERR_NO_SYMTAB: the file is stripped."""
+
+
+class NoFitError(FgkError):
+    """FGK_ERR_NO_FIT: the layout does not fit before _etext."""
+
+
+class SeedError(FgkError):
+    """FGK_ERR_SEED: bad seed text."""
+
+
+class RecordError(FgkError):
+    """FGK_ERR_RECORD: bad seed record."""
+
+
+class BuildIdError(FgkError):
+    """FGK_ERR_BUILD_ID: build-ids differ or are missing."""
+
+
+class FgkLookupError(FgkError, LookupError):
+    """FGK_ERR_LOOKUP: no such symbol / address / module."""
+
+
+class KallsymsError(FgkError):
+    """FGK_ERR_KALLSYMS: bad or foreign kallsyms capture."""
+
+
+class CryptoError(FgkError):
+    """FGK_ERR_CRYPTO"""
+
+
+class InvalidError(FgkError, ValueError):
+    """FGK_ERR_INVALID: invalid argument or input."""
+
+
+class VmcoreError(FgkError):
+    """FGK_ERR_VMCORE: unreadable or malformed dump."""
+
+
+class NoVmcoreinfoError(VmcoreError):
+    """FGK_ERR_NO_VMCOREINFO: the dump has no VMCOREINFO."""
+
+
+_ERROR_CLASSES = {
+    ERR_NOMEM: FgkMemoryError, ERR_OS: FgkOSError, ERR_ELF: ElfError,
+    ERR_NOT_FGKASLR: NotFgkaslrError, ERR_NO_SYMTAB: NoSymtabError,
+    ERR_NO_FIT: NoFitError, ERR_SEED: SeedError, ERR_RECORD: RecordError,
+    ERR_BUILD_ID: BuildIdError, ERR_LOOKUP: FgkLookupError,
+    ERR_KALLSYMS: KallsymsError, ERR_CRYPTO: CryptoError, ERR_INVALID: InvalidError,
+    ERR_VMCORE: VmcoreError, ERR_NO_VMCOREINFO: NoVmcoreinfoError,
+}
 
 
 # --------------------------------------------------------------------------
@@ -117,13 +209,6 @@ class _Section(Structure):
                 ("size", c_uint64), ("align", c_uint64), ("new_addr", c_uint64)]
 
 
-class _Layout(Structure):
-    _fields_ = [("seed", _Seed), ("start", c_uint64), ("limit", c_uint64),
-                ("end", c_uint64), ("n", c_size_t), ("secs", POINTER(_Section)),
-                ("order", POINTER(c_uint32)), ("by_addr", POINTER(c_uint32)),
-                ("by_new", POINTER(c_uint32))]
-
-
 class _Symbol(Structure):
     _fields_ = [("name", c_char_p), ("addr", c_uint64), ("size", c_uint64),
                 ("type", c_char), ("absolute", c_bool)]
@@ -161,9 +246,20 @@ class _Fetch(Structure):
     _fields_ = [("path", c_char_p), ("url", c_char_p)]
 
 
+# Every ctypes mirror of a struct in <fgk/fgk.h>: tests/test_libfgk.py
+# compiles the header and checks each field's offset and size, the struct's
+# size, and that the header's struct has no field the mirror lacks.
+_MIRRORS = {
+    "fgk_error": _Error, "fgk_seed": _Seed, "fgk_seed_record": _SeedRecord,
+    "fgk_section": _Section, "fgk_symbol": _Symbol, "fgk_section_info": _SectionInfo,
+    "fgk_addr": _Addr, "fgk_relink_stats": _RelinkStats,
+    "fgk_relink_result": _RelinkResult, "fgk_vmcoreinfo": _Vmcoreinfo,
+    "fgk_fetch": _Fetch,
+}
+
 _ERR = POINTER(_Error)
 _VM = c_void_p
-_LAYOUT = POINTER(_Layout)
+_LAYOUT = c_void_p  # struct fgk_layout is opaque: its getters below
 
 # name: (restype, argtypes); restype _ERR means "raise on error"
 _PROTOTYPES = {
@@ -192,6 +288,12 @@ _PROTOTYPES = {
     "fgk_layout_map": (c_uint64, [_LAYOUT, c_uint64]),
     "fgk_layout_unmap": (c_bool, [_LAYOUT, c_uint64, POINTER(c_uint64)]),
     "fgk_layout_section_at": (POINTER(_Section), [_LAYOUT, c_uint64]),
+    "fgk_layout_seed": (POINTER(_Seed), [_LAYOUT]),
+    "fgk_layout_start": (c_uint64, [_LAYOUT]),
+    "fgk_layout_limit": (c_uint64, [_LAYOUT]),
+    "fgk_layout_end": (c_uint64, [_LAYOUT]),
+    "fgk_layout_sections": (POINTER(_Section), [_LAYOUT, POINTER(c_size_t)]),
+    "fgk_layout_order": (POINTER(c_uint32), [_LAYOUT]),
     "fgk_addr_translate": (_ERR, [_VM, _LAYOUT, c_uint64, c_char_p, POINTER(_Addr)]),
     "fgk_addr_clear": (None, [POINTER(_Addr)]),
     "fgk_relink": (_ERR, [_VM, _LAYOUT, c_char_p, POINTER(_RelinkStats)]),
@@ -538,8 +640,12 @@ class Layout:
         _check(_L().fgk_layout_compute(vm._handle(), byref(_seed_struct(self.seed)),
                                        byref(p)))
         self._p = p
-        c = p.contents
-        self.start, self.limit, self.end, self.n = c.start, c.limit, c.end, c.n
+        lib = _L()
+        self.start, self.limit, self.end = \
+            lib.fgk_layout_start(p), lib.fgk_layout_limit(p), lib.fgk_layout_end(p)
+        n = c_size_t()
+        self._secs = lib.fgk_layout_sections(p, byref(n))
+        self.n = n.value
         self._sections = None
 
     def close(self):
@@ -562,7 +668,8 @@ class Layout:
     def sections(self) -> list:
         """The input list (section index order), with new addresses."""
         if self._sections is None:
-            secs = self._handle().contents.secs
+            self._handle()
+            secs = self._secs
             self._sections = [Section(s.index, _s(s.name), s.addr, s.size, s.align,
                                       s.new_addr)
                               for s in (secs[i] for i in range(self.n))]

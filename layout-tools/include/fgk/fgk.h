@@ -137,24 +137,11 @@ const char *fgk_vmlinux_release(const struct fgk_vmlinux *vm);
 
 /* ---- layout --------------------------------------------------------------- */
 
-struct fgk_layout {
-	struct fgk_seed seed;
-	uint64_t start;		/* min link address of the randomized sections */
-	uint64_t limit;		/* link address of _etext */
-	uint64_t end;		/* final p of §7 (<= limit) */
-	size_t n;
-	struct fgk_section *secs;	/* input list, section index order */
-	uint32_t *order;		/* §6 permutation */
-	/* private lookup tables */
-	uint32_t *by_addr;	/* indices sorted by link address */
-	uint32_t *by_new;	/* indices sorted by new address */
-	/*
-	 * Rebuilt from the kernel's kallsyms (fgk_layout_from_kallsyms(),
-	 * fgk_layout_from_vmcore()), not computed from a seed: seed is zero
-	 * and unknown.
-	 */
-	bool seedless;
-};
+/*
+ * Opaque: reached through the getters below, so that the Python binding
+ * (and any other caller) never depends on its fields.
+ */
+struct fgk_layout;
 
 /* Compute the layout of vm for seed (§3..§7). */
 struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
@@ -209,6 +196,8 @@ struct fgk_vmcoreinfo;
 struct fgk_vmcore_module {
 	char name[57];		/* MODULE_NAME_LEN + 1 */
 	char *build_id;		/* lowercase hex, or NULL */
+	/* where its text is (0: unknown, or freed: init_base once loaded) */
+	uint64_t core_base, init_base, init_text_size;
 };
 struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 				     const struct fgk_vmcoreinfo *info,
@@ -232,6 +221,22 @@ uint64_t fgk_layout_map(const struct fgk_layout *l, uint64_t link_addr);
  */
 bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t new_addr,
 		      uint64_t *link);
+/*
+ * The seed the layout was computed from, or NULL for a layout rebuilt
+ * without one (fgk_layout_from_kallsyms(), fgk_layout_from_vmcore()).
+ */
+const struct fgk_seed *fgk_layout_seed(const struct fgk_layout *l);
+/* Min link address of the randomized sections. */
+uint64_t fgk_layout_start(const struct fgk_layout *l);
+/* Link address of _etext: the randomized region is [start, limit). */
+uint64_t fgk_layout_limit(const struct fgk_layout *l);
+/* Final p of §7 (<= limit). */
+uint64_t fgk_layout_end(const struct fgk_layout *l);
+/* The randomized sections, section index order, new_addr set: *n of them. */
+const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
+					      size_t *n);
+/* The §6 permutation (order[0] placed first), as many as the sections. */
+const uint32_t *fgk_layout_order(const struct fgk_layout *l);
 
 /* ---- symbols -------------------------------------------------------------- */
 
