@@ -381,3 +381,46 @@ def test_crash_refuses_module_of_another_build(modcrash, tmp_path):
     assert r.returncode == 1, (r.returncode, r.stderr, r.stdout[-500:])
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and str(bad) in lines[0] and "vermagic" in lines[0], r.stderr
+
+
+def test_crash_keeps_the_module_init_frame(tmp_path):
+    """An oops inside a module's init function (insmod fgk_test.ko oops=1,
+    patch 0015): with module symbols, crash's bt used to go fgk_test_fire ->
+    do_one_initcall, and `sym fgk_test_init` found nothing, because the
+    relinked .ko left .init.text where crash does not place it.  The init
+    frame is kept at the console's fgk_test_init+OFF, and fgk_test_init is
+    where crash's own module data (--no-modules: _MODULE_INIT_START_fgk_test)
+    says the init text is, with its source file."""
+    require_tools()
+    require_fg()
+    ko = module_ko()
+    d = tmp_path / "D"
+    (tmp_path / "g.sh").write_text("insmod /fgk/fgk_test.ko oops=1\necho survived\n")
+    r = run(REPO / "qemu-profiles" / "run", "dump", "--dump-dir", d, "--init",
+            tmp_path / "g.sh", "--file", f"{ko}:/fgk/fgk_test.ko", "--timeout", "240",
+            "--seed", secrets.token_hex(32), "--kernel", KERNEL_DIR / "bzImage")
+    assert r.returncode == 0, f"no dump taken: {r.stderr}"
+    log = (d / "serial.log").read_text()
+    m = re.search(r"fgk_test_init\+(0x[0-9a-f]+)/0x[0-9a-f]+ \[fgk_test\]", log)
+    assert m, "no fgk_test_init frame on the console"
+    init_off = int(m.group(1), 16)
+    e = dict(os.environ, FGK_CACHE_DIR=str(tmp_path / "cache"))
+    cmds = tmp_path / "cmds"
+    cmds.write_text("sym _MODULE_INIT_START_fgk_test\nexit\n")
+    plain = run(FGK, "crash", "-q", "--no-modules", d / "vmcore.kdump", VMLINUX,
+                "-i", cmds, "--crash", CRASH, env=e)
+    m = re.search(r"^([0-9a-f]{16}) \(\w\) _MODULE_INIT_START_fgk_test", plain.stdout, re.M)
+    assert m, plain.stdout[-3000:] + plain.stderr
+    init_start = int(m.group(1), 16)
+    cmds.write_text("bt\nsym fgk_test_init\nexit\n")
+    r = run(FGK, "crash", "-q", d / "vmcore.kdump", VMLINUX, "-i", cmds,
+            "--crash", CRASH, env=e)
+    out = r.stdout
+    assert re.search(rf"^{init_start:016x} \(\w\) fgk_test_init \[fgk_test\] \S*test_fgkaslr_module\.c",
+                     out, re.M), out[-3000:] + r.stderr
+    frames = re.findall(r"^\s*#(\d+) \[[0-9a-f]+\] (\S+) at ([0-9a-f]+)", out, re.M)
+    names = [f[1] for f in frames]
+    assert "fgk_test_fire" in names and "do_one_initcall" in names, out[-3000:]
+    after = frames[names.index("fgk_test_fire") + 1]
+    assert int(after[2], 16) == init_start + init_off, (after, out[-3000:])
+    assert after[1] in ("fgk_test_init", "_MODULE_INIT_START_fgk_test"), after

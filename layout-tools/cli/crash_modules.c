@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* fgk crash: module symbols for crash ('mod -S' on the dump's .ko files). */
+#include <elf.h>
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -17,6 +18,10 @@ struct mod_collect {
 	char **names;		/* the modules collected so far */
 	size_t nnames;
 };
+
+static bool with_init_text(struct crash_run *c, struct fgk_module *m,
+			   const char *name, const struct fgk_module_layout *l,
+			   struct fgk_module_layout *ext);
 
 /* An errno error about path, for the fgk_module_each callback. */
 static struct fgk_error *os_error(int errnum, const char *path, const char *what)
@@ -80,7 +85,14 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 		goto out;
 	}
 	if (l && l->nrandomized) {
-		err = fgk_module_relink(m, l, link);
+		struct fgk_module_layout ext;
+
+		if (with_init_text(c, m, name, l, &ext)) {
+			err = fgk_module_relink(m, &ext, link);
+			free(ext.secs);
+		} else {
+			err = fgk_module_relink(m, l, link);
+		}
 		if (!err)
 			c->nrelinked++;
 		goto out;
@@ -97,6 +109,52 @@ out:
 	free(target);
 	free(link);
 	return err;
+}
+
+/*
+ * l plus the module's .init.text at the offset from its core text where
+ * the dump's kernel put it (*ext, malloc'd secs), so that crash, which
+ * places only .text, finds the init functions of a module that was still
+ * initializing (its init frame in bt).  false: nothing to add (the dump
+ * does not say, init freed, no .init.text, or too far to fill the gap).
+ */
+static bool with_init_text(struct crash_run *c, struct fgk_module *m,
+			   const char *name, const struct fgk_module_layout *l,
+			   struct fgk_module_layout *ext)
+{
+	const struct fgk_vmcore_module *d = NULL;
+	struct fgk_section_info si;
+	struct fgk_error *err;
+	uint64_t off;
+
+	for (size_t i = 0; i < c->ndmods && !d; i++)
+		if (fgk_module_name_eq(c->dmods[i].name, strlen(c->dmods[i].name),
+				       name, strlen(name)))
+			d = &c->dmods[i];
+	if (!d || !d->init_base || !d->init_text_size || d->init_base <= d->core_base)
+		return false;
+	off = d->init_base - d->core_base;
+	if (off < l->size || off - l->size > (64u << 20))
+		return false;
+	err = fgk_module_section(m, ".init.text", &si);
+	if (err) {
+		fgk_error_free(err);
+		return false;
+	}
+	if (!si.size || si.type != SHT_PROGBITS || off % si.align)
+		return false;
+	*ext = *l;
+	ext->secs = malloc((l->n + 1) * sizeof(*ext->secs));
+	if (!ext->secs)
+		return false;
+	memcpy(ext->secs, l->secs, l->n * sizeof(*ext->secs));
+	ext->secs[l->n] = (struct fgk_module_section){
+		.index = si.index, .name = si.name, .size = si.size,
+		.align = si.align, .offset = off,
+	};
+	ext->n = l->n + 1;
+	ext->size = off + si.size;
+	return true;
 }
 
 /* Copy FILE (the user's -i) to out; 0 or the exit status. */
@@ -134,17 +192,15 @@ static int append_file(FILE *out, const char *path)
  */
 static struct fgk_error *fetch_modules(struct crash_run *c, struct mod_collect *mc)
 {
-	struct fgk_vmcore_module *mods;
-	struct fgk_error *err;
+	struct fgk_vmcore_module *mods = c->dmods;
+	struct fgk_error *err = NULL;
 	char buf[1024];
-	size_t n;
+	size_t n = c->ndmods;
 
-	err = fgk_vmcore_modules(c->t.vm, c->dump, &c->vi, &mods, &n);
-	if (err) {
+	if (!c->dmods_listed) {
 		if (!c->quiet)
 			fprintf(stderr, "fgk crash: cannot list the dump's modules to fetch them: %s\n",
-				fgk_error_string(err, buf, sizeof(buf)));
-		fgk_error_free(err);
+				c->dmods_error);
 		return NULL;
 	}
 	for (size_t i = 0; i < n && !err; i++) {
@@ -182,7 +238,6 @@ static struct fgk_error *fetch_modules(struct crash_run *c, struct mod_collect *
 			c->nfetched++;
 		fgk_fetch_clear(&f);
 	}
-	fgk_vmcore_modules_free(mods, n);
 	return err;
 }
 
@@ -245,6 +300,13 @@ int crash_prepare_modules(struct crash_run *c)
 			free(sub);
 			return rc;
 		}
+	}
+	/* the dump's module list: init text addresses, modules to fetch */
+	err = fgk_vmcore_modules(c->t.vm, c->dump, &c->vi, &c->dmods, &c->ndmods);
+	c->dmods_listed = !err;
+	if (err) {
+		fgk_error_string(err, c->dmods_error, sizeof(c->dmods_error));
+		fgk_error_free(err);
 	}
 	err = dirs ? fgk_module_each(dirs, collect_module, &mc) : NULL;
 	if (!err && fgk_debuginfod_enabled())
@@ -317,6 +379,7 @@ void crash_cleanup_modules(struct crash_run *c)
 			unlink(c->mod_input);
 		rmdir(c->mod_tmp);
 	}
+	fgk_vmcore_modules_free(c->dmods, c->ndmods);
 	free(c->mod_tmp);
 	free(c->mod_input);
 	free(c->default_mod_dir);

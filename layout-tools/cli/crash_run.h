@@ -30,6 +30,10 @@ struct crash_run {
 	char *mod_tmp;			/* private: links to the .ko files, crash's input */
 	char *mod_input;		/* "mod -S" + the -i FILE */
 	size_t nmodules, nrelinked, nfetched;
+	struct fgk_vmcore_module *dmods;	/* the dump's module list */
+	size_t ndmods;
+	bool dmods_listed;
+	char dmods_error[1024];		/* why it could not be listed */
 };
 
 /* cli/crash.c */

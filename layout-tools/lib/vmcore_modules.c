@@ -32,8 +32,11 @@
 
 enum {
 	F_MODULE_LIST, F_MODULE_NAME, F_MODULE_NOTES, F_NOTES_NOTES,
-	F_NOTES_ATTRS, F_BIN_SIZE, F_BIN_PRIVATE, S_BIN_ATTR, NFIELDS
+	F_NOTES_ATTRS, F_BIN_SIZE, F_BIN_PRIVATE, S_BIN_ATTR,
+	/* optional (Linux < 6.4: struct module_layout; later kernels: mem[]) */
+	F_MODULE_CORE, F_MODULE_INIT, F_LAYOUT_BASE, F_LAYOUT_TEXT_SIZE, NFIELDS
 };
+#define NREQUIRED F_MODULE_CORE
 
 struct want {
 	const char *type, *member;	/* member NULL: the type's size */
@@ -48,6 +51,10 @@ static const struct want wanted[NFIELDS] = {
 	[F_BIN_SIZE] = { "bin_attribute", "size" },
 	[F_BIN_PRIVATE] = { "bin_attribute", "private" },
 	[S_BIN_ATTR] = { "bin_attribute", NULL },
+	[F_MODULE_CORE] = { "module", "core_layout" },
+	[F_MODULE_INIT] = { "module", "init_layout" },
+	[F_LAYOUT_BASE] = { "module_layout", "base" },
+	[F_LAYOUT_TEXT_SIZE] = { "module_layout", "text_size" },
 };
 
 struct ctx {
@@ -91,7 +98,7 @@ static void struct_fields(Dwarf_Die *die, const char *name, struct ctx *c)
 
 static bool all_found(const struct ctx *c)
 {
-	for (int k = 0; k < NFIELDS; k++)
+	for (int k = 0; k < NREQUIRED; k++)
 		if (c->f[k] < 0)
 			return false;
 	return true;
@@ -129,7 +136,7 @@ static struct fgk_error *find_fields(struct ctx *c)
 				    !(n = dwarf_diename(&t)))
 					continue;
 				if (!strcmp(n, "module") || !strcmp(n, "module_notes_attrs") ||
-				    !strcmp(n, "bin_attribute"))
+				    !strcmp(n, "bin_attribute") || !strcmp(n, "module_layout"))
 					struct_fields(&t, n, c);
 			} while (dwarf_siblingof(&t, &t) == 0);
 		}
@@ -137,7 +144,7 @@ static struct fgk_error *find_fields(struct ctx *c)
 	}
 	dwarf_end(dw);
 	close(fd);
-	for (int k = 0; k < NFIELDS; k++)
+	for (int k = 0; k < NREQUIRED; k++)
 		if (c->f[k] < 0)
 			return fgk_error_new(FGK_ERR_ELF, c->vmpath,
 					     "no struct %s%s%s in its DWARF: cannot list the dump's modules",
@@ -308,6 +315,23 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 		err = vread(&c, mod + (uint64_t)c.f[F_MODULE_NAME], e->name,
 			    MODULE_NAME_LEN);
 		e->name[MODULE_NAME_LEN] = '\0';
+		if (!err && c.f[F_MODULE_CORE] >= 0 && c.f[F_MODULE_INIT] >= 0 &&
+		    c.f[F_LAYOUT_BASE] >= 0 && c.f[F_LAYOUT_TEXT_SIZE] >= 0) {
+			/* where the kernel put its core and init text */
+			uint64_t core = mod + (uint64_t)c.f[F_MODULE_CORE],
+				 init = mod + (uint64_t)c.f[F_MODULE_INIT];
+			uint8_t ts[4];
+
+			err = vread(&c, core + (uint64_t)c.f[F_LAYOUT_BASE], buf, 8);
+			e->core_base = err ? 0 : le64(buf);
+			if (!err)
+				err = vread(&c, init + (uint64_t)c.f[F_LAYOUT_BASE], buf, 8);
+			e->init_base = err ? 0 : le64(buf);
+			if (!err)
+				err = vread(&c, init + (uint64_t)c.f[F_LAYOUT_TEXT_SIZE], ts, 4);
+			e->init_text_size = err ? 0 :
+				(ts[0] | ts[1] << 8 | ts[2] << 16 | (uint32_t)ts[3] << 24);
+		}
 		if (!err)
 			err = vread(&c, mod + (uint64_t)c.f[F_MODULE_NOTES], buf, 8);
 		notes = err ? 0 : le64(buf);
