@@ -81,6 +81,7 @@ def test_packaged_kernel_boots_and_dbg_matches(packages):
     assert lines[0] == rel, lines
     got = build_id_of_notes(bytes.fromhex(lines[1]))
     assert got == want, f"booted kernel build-id {got}, -dbg vmlinux {want}"
+    print(f"{packages['image'].name}: booted {rel} in {res.duration:.1f} s, build-id {got} = -dbg vmlinux's")
     assert seed in lines[2], lines[2]
     kallsyms = {ln.split()[2]: int(ln.split()[0], 16) for ln in lines[3:] if len(ln.split()) == 3}
     assert set(kallsyms) == set(FUNCS), lines
