@@ -273,28 +273,10 @@ def match_bytes(pairs) -> MatchResult:
 # --------------------------------------------------------------------------
 # modules
 
-def module_name_variants(name: str) -> list:
-    """File names a module called `name` may have ('-' vs '_')."""
-    out = []
-    for n in (name, name.replace("_", "-"), name.replace("-", "_")):
-        if n + ".ko" not in out:
-            out.append(n + ".ko")
-    return out
-
-
 def find_module_files(roots) -> dict:
-    """{normalized name: path} of every *.ko under `roots` (first wins)."""
-    found = {}
-    for root in roots:
-        root = str(root)
-        if not os.path.isdir(root):
-            continue
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for f in filenames:
-                if f.endswith(".ko"):
-                    found.setdefault(f[:-3].replace("-", "_"), os.path.join(dirpath, f))
-    return found
+    """{normalized name: path} of every *.ko under the existing `roots`
+    (first wins): libfgk's fgk_module_each."""
+    return libfgk.module_files([str(r) for r in roots if os.path.isdir(str(r))])
 
 
 def add_symbol_file_command(ko: str, sections: dict) -> str:

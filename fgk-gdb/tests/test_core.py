@@ -293,9 +293,14 @@ def test_match_bytes():
 # --------------------------------------------------------------------------
 # modules
 
-def test_module_name_variants():
-    assert core.module_name_variants("fgk_test") == ["fgk_test.ko", "fgk-test.ko"]
-    assert core.module_name_variants("abc") == ["abc.ko"]
+def test_module_name_eq_and_find(tmp_path):
+    assert libfgk.module_name_eq("fgk_test", "fgk-test")
+    assert not libfgk.module_name_eq("fgk_test", "fgk_tes")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "fgk-test.ko").write_bytes(b"")
+    assert libfgk.find_module([tmp_path], "fgk_test") == str(tmp_path / "d" / "fgk-test.ko")
+    with pytest.raises(libfgk.FgkLookupError):
+        libfgk.find_module([tmp_path], "absent")
 
 
 def test_find_module_files(tmp_path):

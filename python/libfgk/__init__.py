@@ -46,7 +46,7 @@ __all__ = [
     "SeedRecord", "parse_seed_record", "read_seed_record",
     "Vmlinux", "Layout", "Section", "Symbol", "SectionInfo", "Addr",
     "VmcoreInfo", "read_vmcore", "parse_vmcoreinfo", "unflatten",
-    "kernel_offset_scan", "seed_scan",
+    "kernel_offset_scan", "seed_scan", "module_name_eq", "find_module", "module_files",
 ]
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -258,6 +258,9 @@ _MIRRORS = {
 }
 
 _ERR = POINTER(_Error)
+# typedef struct fgk_error *(*fgk_module_each_fn)(path, name, arg): a
+# c_void_p result (a Python callback cannot return a POINTER instance)
+_MODULE_EACH_FN = ctypes.CFUNCTYPE(c_void_p, c_char_p, c_char_p, c_void_p)
 _VM = c_void_p
 _LAYOUT = c_void_p  # struct fgk_layout is opaque: its getters below
 
@@ -313,6 +316,9 @@ _PROTOTYPES = {
     "fgk_fetch_clear": (None, [POINTER(_Fetch)]),
     "fgk_module_fetch": (_ERR, [c_char_p, c_char_p, POINTER(_Fetch), POINTER(c_void_p)]),
     "fgk_module_close": (None, [c_void_p]),
+    "fgk_module_name_eq": (c_bool, [c_char_p, c_size_t, c_char_p, c_size_t]),
+    "fgk_module_find": (_ERR, [POINTER(c_char_p), c_char_p, POINTER(c_void_p)]),
+    "fgk_module_each": (_ERR, [POINTER(c_char_p), _MODULE_EACH_FN, c_void_p]),
 }
 
 _lib = None
@@ -874,3 +880,42 @@ def fetch_module(build_id: str, name: str) -> tuple[str, str | None]:
     finally:
         _L().fgk_module_close(mod)
         _L().fgk_fetch_clear(byref(f))
+
+
+# --------------------------------------------------------------------------
+# module files (lib/module.c)
+
+def module_name_eq(a: str, b: str) -> bool:
+    """Module names are equal with '-' and '_' the same character."""
+    a, b = _b(a), _b(b)
+    return _L().fgk_module_name_eq(a, len(a), b, len(b))
+
+
+def _dirs(dirs):
+    arr = (c_char_p * (len(dirs) + 1))()
+    for i, d in enumerate(dirs):
+        arr[i] = _text(d, "module directory")
+    return arr
+
+
+def find_module(dirs, name: str) -> str:
+    """NAME.ko under `dirs` (searched recursively in order, '-' and '_'
+    equal): its path; FgkLookupError if none has it."""
+    out = c_void_p()
+    _check(_L().fgk_module_find(_dirs([str(d) for d in dirs]),
+                                _text(name, "module name"), byref(out)))
+    return _take_string(out)
+
+
+def module_files(dirs) -> dict:
+    """{name ('_' for '-'): path} of every NAME.ko under `dirs`, the first
+    file of a name winning (fgk_module_each)."""
+    found = {}
+
+    def each(path, name, arg):
+        found[_s(name)] = _s(path)
+        return None
+
+    cb = _MODULE_EACH_FN(each)
+    _check(_L().fgk_module_each(_dirs([str(d) for d in dirs]), cb, None))
+    return found
