@@ -312,29 +312,9 @@ EMBEDDED_LOOKBACK = 0x10000                 # how far back an ELF header is look
 SCAN_LIMIT = 64 << 20                       # bytes scanned from the start at most
 
 
-def _align4(n: int) -> int:
-    return (n + 3) & ~3
-
-
 def build_id_from_notes(data: bytes | None) -> str | None:
-    """The NT_GNU_BUILD_ID descriptor (lowercase hex) of the first GNU
-    build-id note in `data`, a run of ELF notes (a module's
-    /sys/module/M/notes/.note.gnu.build-id, a .notes section); None if
-    there is none or the notes are malformed before it."""
-    if not data:
-        return None
-    i = 0
-    while i + NOTE_HEADER <= len(data):
-        namesz, descsz, ntype = struct.unpack_from("<III", data, i)
-        name_at = i + NOTE_HEADER
-        desc_at = name_at + _align4(namesz)
-        if desc_at + descsz > len(data):
-            return None
-        if ntype == NT_GNU_BUILD_ID and data[name_at:name_at + namesz] == b"GNU\0" \
-                and descsz:
-            return data[desc_at:desc_at + descsz].hex()
-        i = desc_at + _align4(descsz)
-    return None
+    """libfgk's fgk_notes_build_id (lib/notes.c)."""
+    return need_libfgk().build_id_from_notes(data)
 
 
 @dataclass(frozen=True)

@@ -225,34 +225,6 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
-/* The build-id in a module's notes (hex), or NULL. */
-static char *note_build_id(const uint8_t *p, size_t len)
-{
-	size_t off = 0;
-
-	while (len - off >= 12) {
-		uint32_t nsz = p[off] | p[off + 1] << 8 | p[off + 2] << 16 | (uint32_t)p[off + 3] << 24;
-		uint32_t dsz = p[off + 4] | p[off + 5] << 8 | p[off + 6] << 16 | (uint32_t)p[off + 7] << 24;
-		uint32_t type = p[off + 8] | p[off + 9] << 8 | p[off + 10] << 16 | (uint32_t)p[off + 11] << 24;
-		size_t name = off + 12, desc = name + ((nsz + 3) & ~3u);
-
-		if (nsz > len || dsz > len || desc > len || dsz > len - desc)
-			return NULL;
-		if (type == 3 && nsz == 4 && !memcmp(p + name, "GNU", 4) &&
-		    dsz >= 1 && dsz <= 64) {
-			char *hex = malloc(2 * dsz + 1);
-
-			if (!hex)
-				return NULL;
-			for (uint32_t i = 0; i < dsz; i++)
-				sprintf(hex + 2 * i, "%02x", p[desc + i]);
-			return hex;
-		}
-		off = desc + ((dsz + 3) & ~3u);
-	}
-	return NULL;
-}
-
 void fgk_vmcore_modules_free(struct fgk_vmcore_module *mods, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -360,7 +332,7 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 			}
 			err = vread(&c, le64(pb), data, size);
 			if (!err)
-				e->build_id = note_build_id(data, size);
+				err = fgk_notes_build_id(data, size, &e->build_id);
 			free(data);
 		}
 		if (!err)

@@ -47,6 +47,7 @@ __all__ = [
     "Vmlinux", "Layout", "Section", "Symbol", "SectionInfo", "Addr",
     "VmcoreInfo", "read_vmcore", "parse_vmcoreinfo", "unflatten",
     "kernel_offset_scan", "seed_scan", "module_name_eq", "find_module", "module_files",
+    "build_id_from_notes",
 ]
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -317,6 +318,7 @@ _PROTOTYPES = {
     "fgk_module_fetch": (_ERR, [c_char_p, c_char_p, POINTER(_Fetch), POINTER(c_void_p)]),
     "fgk_module_close": (None, [c_void_p]),
     "fgk_module_name_eq": (c_bool, [c_char_p, c_size_t, c_char_p, c_size_t]),
+    "fgk_notes_build_id": (_ERR, [c_char_p, c_size_t, POINTER(c_void_p)]),
     "fgk_module_find": (_ERR, [POINTER(c_char_p), c_char_p, POINTER(c_void_p)]),
     "fgk_module_each": (_ERR, [POINTER(c_char_p), _MODULE_EACH_FN, c_void_p]),
 }
@@ -919,3 +921,16 @@ def module_files(dirs) -> dict:
     cb = _MODULE_EACH_FN(each)
     _check(_L().fgk_module_each(_dirs([str(d) for d in dirs]), cb, None))
     return found
+
+
+def build_id_from_notes(data) -> str | None:
+    """The NT_GNU_BUILD_ID descriptor (lowercase hex) of the first GNU
+    build-id note in `data`, a run of ELF notes (a module's
+    /sys/module/M/notes/.note.gnu.build-id, a .notes section); None if
+    there is none or the notes are malformed before it."""
+    if not data:
+        return None
+    out = c_void_p()
+    data = bytes(data)
+    _check(_L().fgk_notes_build_id(data, len(data), byref(out)))
+    return _take_string(out)

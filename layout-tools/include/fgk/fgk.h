@@ -203,6 +203,13 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 				     const struct fgk_vmcoreinfo *info,
 				     struct fgk_vmcore_module **ret, size_t *n);
 void fgk_vmcore_modules_free(struct fgk_vmcore_module *mods, size_t n);
+/*
+ * The descriptor of the first NT_GNU_BUILD_ID note ("GNU", 1..64 bytes) in
+ * notes[0..len), a run of ELF notes (lib/notes.c): *hex is it in lowercase
+ * hex (malloc'd), or NULL when there is none or the notes are malformed
+ * before it.  Errors only for lack of memory.
+ */
+struct fgk_error *fgk_notes_build_id(const void *notes, size_t len, char **hex);
 struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 					 const char *dump_path,
 					 const struct fgk_vmcoreinfo *info,
