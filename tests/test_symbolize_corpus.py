@@ -216,3 +216,48 @@ def test_idempotent(corpus):
     assert r2.returncode == 0, r2.stderr
     assert not re.search(r"\([^()]*:\d+\) \([^()]*:\d+\)", r2.stdout)
     assert r2.stdout == r1.stdout
+
+
+def objdump_first(args, start):
+    """The mnemonic of the first instruction objdump -d gives at start."""
+    r = subprocess.run(["objdump", "-d", "--start-address=0x%x" % start,
+                        "--stop-address=0x%x" % (start + 16), *args],
+                       capture_output=True, text=True, check=True)
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*[0-9a-f]+:\t[0-9a-f ]+\t(\S+)", line)
+        if m:
+            return m.group(1)
+    raise AssertionError(f"objdump gave no instruction: {r.stdout}")
+
+
+def test_code_lines(corpus):
+    """"Code:" lines are disassembled as scripts/decodecode does, the
+    faulting byte's instruction marked; it is the instruction objdump finds
+    at the RIP the oops names, in vmlinux or in the module's section."""
+    r = symbolize(corpus, corpus["log"])
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.splitlines()
+    rip, checked = None, 0
+    for i, line in enumerate(out):
+        if "RIP: " in line:     # a user-mode RIP (0033) has a Code: line too
+            rip = re.search(r"RIP: 0010:([\w.]+)\+0x([0-9a-f]+)/0x[0-9a-f]+"
+                            r"( \[fgk_test\])?", line)
+        if "Code: " not in line or "<" not in line or rip is None:
+            continue
+        assert out[i + 1] == "All code", out[i:i + 3]
+        end = out.index("Code starting with the faulting instruction", i)
+        assert sum("<-- trapping instruction" in l for l in out[i:end]) == 1, out[i:end]
+        ours = re.match(r"\s*[0-9a-f]+:\t[0-9a-f ]+\t(\S+)", out[end + 2]).group(1)
+        name, off = rip.group(1), int(rip.group(2), 16)
+        if rip.group(3):
+            _, funcs, _ = elf_sections(corpus["ko"])
+            (_, sec, value, _), = [f for f in funcs if f[0] == name]
+            theirs = objdump_first(["-j", sec, str(corpus["ko"])], value + off)
+        else:
+            (link, _), = nm_symbols()[name]
+            theirs = objdump_first([str(VMLINUX)], link + off)
+        assert ours == theirs, (line, trap, theirs)
+        checked += 1
+        rip = None
+    print(f"Code: lines checked: {checked}")
+    assert checked >= 2

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /* fgk symbolize: decode an oops / WARN / stack dump of a shuffled kernel. */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -73,6 +75,109 @@ static const char help[] =
 "input held nothing to decode (or on errors), 2 on usage errors.\n";
 
 enum { OPT_MODULES = 0x200, OPT_MODSECS };
+#define MAX_CODE 256
+
+/*
+ * The bytes of a "Code: 48 89 e5 <0f> 0b ..." line (the kernel prints the
+ * bytes around the faulting instruction, that one in <>): their count, or
+ * 0 when the line is not one; *trap the marked byte's index.
+ */
+static size_t code_bytes(const char *line, unsigned char *buf, size_t *trap)
+{
+	const char *p = strstr(line, "Code: ");
+	size_t n = 0;
+	bool marked = false;
+
+	if (!p)
+		return 0;
+	for (p += 6; *p;) {
+		bool lt = *p == '<';
+		unsigned v;
+
+		if (*p == ' ') {
+			p++;
+			continue;
+		}
+		p += lt;
+		if (!isxdigit((unsigned char)p[0]) || !isxdigit((unsigned char)p[1]) ||
+		    n == MAX_CODE || sscanf(p, "%2x", &v) != 1)
+			return 0;
+		p += 2;
+		if (lt) {
+			if (*p++ != '>' || marked)
+				return 0;
+			marked = true;
+			*trap = n;
+		}
+		if (*p && *p != ' ')
+			return 0;
+		buf[n++] = (unsigned char)v;
+	}
+	return marked ? n : 0;
+}
+
+/*
+ * objdump's listing of the Code: bytes, as scripts/decodecode gives it:
+ * all the bytes (the faulting instruction marked "*" and "<-- trapping
+ * instruction"), then from the faulting instruction on (the bytes before
+ * it may start inside an instruction).  Nothing when objdump is missing.
+ */
+static void decode_code(FILE *out, const unsigned char *buf, size_t n,
+			size_t trap)
+{
+	char path[] = "/tmp/fgk-code-XXXXXX", cmd[160];
+	int fd = mkstemp(path);
+	bool ok = fd >= 0 && write(fd, buf, n) == (ssize_t)n;
+
+	if (fd >= 0)
+		close(fd);
+	for (int pass = 0; ok && pass < 2; pass++) {
+		FILE *p;
+		char line[512], *lines[MAX_CODE];
+		size_t n_lines = 0, mark = 0;
+		bool body = false;
+
+		snprintf(cmd, sizeof(cmd),
+			 "objdump -D -b binary -m i386:x86-64 --start-address=0x%zx %s 2>/dev/null",
+			 pass ? trap : 0, path);
+		p = popen(cmd, "r");
+		if (!p)
+			break;
+		while (fgets(line, sizeof(line), p)) {
+			unsigned long off;
+
+			if (strstr(line, " <.data") && strstr(line, ">:\n")) {
+				body = true;
+				continue;
+			}
+			if (!body || !strchr(line, ':') || sscanf(line, " %lx:", &off) != 1 ||
+			    n_lines == MAX_CODE)
+				continue;
+			line[strcspn(line, "\n")] = '\0';
+			/* the instruction holding the faulting byte */
+			if (off <= trap)
+				mark = n_lines;
+			if (!(lines[n_lines] = strdup(line)))
+				break;
+			n_lines++;
+		}
+		pclose(p);
+		fprintf(out, "%s\n%s\n", pass ? "Code starting with the faulting instruction"
+			: "All code", pass ? "===========================================" : "========");
+		for (size_t i = 0; i < n_lines; i++) {
+			char *colon = strchr(lines[i], ':');
+
+			if (!pass && i == mark)
+				fprintf(out, "%.*s*%s\t\t<-- trapping instruction\n",
+					(int)(colon + 1 - lines[i]), lines[i], colon + 1);
+			else
+				fprintf(out, "%s\n", lines[i]);
+			free(lines[i]);
+		}
+	}
+	unlink(path);
+}
+
 #define MAX_MODARGS 64
 
 static int run(int argc, char **argv)
@@ -221,6 +326,14 @@ static int run(int argc, char **argv)
 		}
 		fputs(outl, outf);
 		free(outl);
+		{
+			unsigned char code[MAX_CODE];
+			size_t trap = 0, n = code_bytes(line, code, &trap);
+
+			/* decoded already when fgk's own output comes back */
+			if (n && strncmp(next, "All code\n", 9))
+				decode_code(outf, code, n, trap);
+		}
 	}
 	if (fclose(outf)) {
 		outf = NULL;
