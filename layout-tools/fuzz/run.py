@@ -115,6 +115,13 @@ def seeds(name, fix):
             "oops-disabled": I.oops([(0xffffffff81000045, "fn_tiny+0x5/0x10")], offset=None),
             "regs": b"RAX: ffffffff9d000045 RBX: 0000000000000000 RCX: ffffffff9d001000\n"
                     b"RIP: 0010:fn_medium+0x3/0x40\n",
+            # issue 27: 0x forms, annotated input, own explanation lines,
+            # a build-id module tag, a Code: line
+            "issue27": b" ? 0xffffffff9d000045\nRIP: 0010:0xffffffff9d000045\n"
+                       b" fn_tiny+0x5/0x10 (a.c:3 b.c:4)\n"
+                       b"    0xffffffff9d000045 = fn_tiny+0x5/0x10 (a.c:3)\n"
+                       b" mod_fn+0x4/0x20 [mod 0123456789abcdef] (m.c:1)\n"
+                       b"Code: 48 89 e5 <0f> 0b 5d c3\n",
         })
     return out
 
