@@ -11,22 +11,17 @@ layout of that cache it needs.
 """
 import os
 import shutil
-import subprocess
 import time
 
 import pytest
 
 import libfgk
+from oracle import run
 from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
 
 SEED = "c4" * 32
 DAY = 86400
 WEEK = 7 * DAY
-
-
-def run(*cmd, env=None):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          env=env)
 
 
 @pytest.fixture(scope="module")

@@ -20,22 +20,18 @@ dump and oops side is in test_crash.py (test_*_by_debuginfod).
 import http.server
 import re
 import shutil
-import subprocess
 import threading
 import time
 
 import pytest
 
 from conftest import BIN_DIR, KERNEL_DIR, require_kernel
+from oracle import run
 from debuginfod_server import (client_env, debuginfod_factory,  # noqa: F401
                                kernel_debuginfo_dir, kernel_debuginfod)
 
 FGK = BIN_DIR / "fgk"
 VMLINUX = KERNEL_DIR / "vmlinux"
-
-
-def run(*cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
 @pytest.fixture

@@ -24,11 +24,11 @@ test_crash.py, on the dumps of its guest.
 """
 import re
 import secrets
-import subprocess
 
 import pytest
 
 from conftest import BIN_DIR, KERNEL_DIR, KERNEL_NAME, boot, require_kernel
+from oracle import run
 
 FGK = BIN_DIR / "fgk"
 VMLINUX = KERNEL_DIR / "vmlinux"
@@ -44,10 +44,6 @@ echo zero-begin
 cat /proc/kallsyms
 echo zero-end
 """
-
-
-def run(*cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
 def require_fg():

@@ -24,6 +24,8 @@ TOOLS = REPO / "layout-tools"
 FGK = REPO / "build" / "bin" / "fgk"
 FIX = REPO / "build" / "tools" / "fixtures"
 from conftest import KERNEL_DIR, KERNEL_NAME  # noqa: E402
+import oracle  # noqa: E402
+from oracle import readelf_build_id  # noqa: E402
 VMLINUX = KERNEL_DIR / "vmlinux"
 sys.path.insert(0, str(REPO / "docs"))
 import layout_ref  # noqa: E402
@@ -34,12 +36,7 @@ SFF = "ff" * 32
 
 
 def fgk(*args, input=None, check=False):
-    r = subprocess.run([str(FGK), *map(str, args)], capture_output=True,
-                       text=True, input=input)
-    assert r.returncode >= 0, f"fgk {args} died of signal {-r.returncode}"
-    if check:
-        assert r.returncode == 0, f"fgk {args}: {r.stderr}"
-    return r
+    return oracle.fgk(*args, input=input, status=0 if check else None)
 
 
 @pytest.fixture(scope="session")
@@ -284,12 +281,6 @@ def test_addr_padding(fixtures):
 
 
 # ------------------------------------------------------------------ seeds
-
-def readelf_build_id(path):
-    out = subprocess.run(["readelf", "-n", str(path)], capture_output=True,
-                         text=True, check=True).stdout
-    return re.search(r"Build ID: ([0-9a-f]+)", out).group(1)
-
 
 def test_seed_parse_forms(fixtures):
     for text in (S0102, S0102.upper(), "fgkaslr_seed=" + S0102, S0102 + "\n"):

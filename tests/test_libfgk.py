@@ -19,6 +19,7 @@ from elftools.elf.elffile import ELFFile
 
 import libfgk
 from libfgk import FgkError
+from oracle import output as run, readelf_sections
 
 REPO = Path(__file__).resolve().parent.parent
 HEADER = REPO / "layout-tools" / "include" / "fgk" / "fgk.h"
@@ -29,11 +30,6 @@ SEED = bytes(range(32)).hex()
 pytestmark = pytest.mark.skipif(
     not (REPO / "build" / "lib" / libfgk.SONAME).is_file() and not os.environ.get("FGK_LIBFGK"),
     reason=f"build/lib/{libfgk.SONAME} missing: run 'make tools'")
-
-
-def run(*cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          check=True, **kw).stdout
 
 
 # --------------------------------------------------------------------------
@@ -201,17 +197,6 @@ def fg_elf(tmp_path_factory):
         "--build-id=sha1", "--no-warn-rwx-segments", "-z", "noexecstack", "-o", out,
         d / "funcs.o", d / "other.o")
     return out
-
-
-def readelf_sections(path):
-    ref = {}
-    for line in run("readelf", "-SW", path).splitlines():
-        m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
-                     r"([0-9a-f]+)", line)
-        if m and m.group(2) != "NULL":
-            ref.setdefault(m.group(2), (int(m.group(1)), int(m.group(4), 16),
-                                        int(m.group(6), 16)))
-    return ref
 
 
 def test_sections_match_readelf(plain_elf):

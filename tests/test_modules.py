@@ -25,6 +25,7 @@ import sys
 import pytest
 
 from conftest import KERNEL_DIR, KERNEL_NAME, REPO
+from oracle import fgk
 
 sys.path.insert(0, str(REPO / "docs"))
 import layout_ref  # noqa: E402
@@ -45,11 +46,6 @@ def module_ko():
     if not FGK.is_file():
         pytest.skip("build/bin/fgk missing: run 'make tools'")
     return ko
-
-
-def fgk(*args, input=None):
-    return subprocess.run([str(FGK), *map(str, args)], capture_output=True,
-                          text=True, input=input)
 
 
 def elf_sections(ko):

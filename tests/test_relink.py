@@ -21,14 +21,10 @@ from collections import defaultdict
 import pytest
 
 from conftest import REPO
+from oracle import run
 from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
 
 SEEDS = [bytes(range(32)).hex(), "5a" * 32]
-
-
-def run(*cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True,
-                          **kw)
 
 
 @pytest.fixture(scope="module", params=SEEDS, ids=["seed-000102", "seed-5a"])

@@ -1,0 +1,63 @@
+"""The tests' shared process helpers and independent oracles.
+
+Every test file that runs a command or the fgk binary, or checks libfgk
+against binutils, takes these from here (``from oracle import run, fgk``)
+instead of defining its own:
+
+  run(*cmd, **kw)      subprocess.run of the words (str()'d), output captured
+                       as text; keyword arguments go to subprocess.run.
+  output(*cmd, **kw)   run(..., check=True).stdout.
+  fgk(*args, input=None, env=None, timeout=600, cwd=None, status=None,
+      text=True)       build/bin/fgk (or $FGK_BIN) with args; fails the test
+                       when it died of a signal, or when `status` is given
+                       and its exit status differs.
+  readelf_sections(path)   {name: (index, addr, size)} from readelf -SW.
+  readelf_build_id(path)   the GNU build-id from readelf -n.
+
+The oracles are binutils, never libfgk: they check it.
+"""
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+FGK = Path(os.environ.get("FGK_BIN", REPO / "build" / "bin" / "fgk"))
+
+
+def run(*cmd, **kw):
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    return subprocess.run([str(c) for c in cmd], **kw)
+
+
+def output(*cmd, **kw):
+    return run(*cmd, check=True, **kw).stdout
+
+
+def fgk(*args, input=None, env=None, timeout=600, cwd=None, status=None, text=True):
+    r = subprocess.run([str(FGK), *map(str, args)], capture_output=True, text=text,
+                       input=input, env=env, timeout=timeout, cwd=cwd)
+    assert r.returncode >= 0, f"fgk {args} died of signal {-r.returncode}: {r.stderr!r}"
+    if status is not None:
+        assert r.returncode == status, f"fgk {args}: exit {r.returncode}: {r.stderr}"
+    return r
+
+
+def readelf_sections(path):
+    """{name: (index, addr, size)} of the sections readelf -SW lists
+    (the first of a name)."""
+    ref = {}
+    for line in output("readelf", "-SW", path).splitlines():
+        m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
+                     r"([0-9a-f]+)", line)
+        if m and m.group(2) != "NULL":
+            ref.setdefault(m.group(2), (int(m.group(1)), int(m.group(4), 16),
+                                        int(m.group(6), 16)))
+    return ref
+
+
+def readelf_build_id(path):
+    """The GNU build-id readelf -n shows for path."""
+    return re.search(r"Build ID: ([0-9a-f]+)", output("readelf", "-n", path)).group(1)
