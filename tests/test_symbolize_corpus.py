@@ -261,3 +261,24 @@ def test_code_lines(corpus):
         rip = None
     print(f"Code: lines checked: {checked}")
     assert checked >= 2
+
+
+def test_frame_smaller_than_the_function(corpus):
+    """Issue 27 (3), a wrong vmlinux without a seed: a WARN frame of the
+    corpus whose /0xSIZE is below the function's ELF size in this vmlinux
+    (as a trace of a build where it is smaller prints it) is refused in one
+    line; the frame as the kernel printed it decodes."""
+    for m in FRAME.finditer(corpus["text"]):
+        syms = nm_symbols().get(m.group(1), [])
+        if not m.group(4) and len(syms) == 1 and syms[0][1] > int(m.group(2), 16) + 1:
+            break
+    else:
+        pytest.fail("no vmlinux frame in the corpus")
+    name, off, size = m.group(1), m.group(2), syms[0][1]
+    ok = subprocess.run([str(FGK), "symbolize", str(VMLINUX)], capture_output=True,
+                        text=True, input=f" {m.group(0)}\n")
+    assert ok.returncode == 0, ok.stderr
+    r = subprocess.run([str(FGK), "symbolize", str(VMLINUX)], capture_output=True,
+                       text=True, input=f" {name}+0x{off}/0x{size - 1:x}\n")
+    assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
+    assert len(r.stderr.splitlines()) == 1 and "another kernel build" in r.stderr, r.stderr
