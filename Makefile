@@ -26,7 +26,9 @@ SHELL := /bin/bash
 PYTHON ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 PYTEST_ARGS ?=
 KVARIANT ?=
-export KVARIANT PYTHON
+# KVERSION=6.12: Debian's linux-source-6.12 (kernel-series/6.12/, build/kernel-6.12*)
+KVERSION ?=
+export KVARIANT KVERSION PYTHON
 
 DEPS_STAMP := build/.deps
 

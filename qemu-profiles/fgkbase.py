@@ -39,7 +39,13 @@ def kernel_variant() -> str:
 
 
 KVARIANT = kernel_variant()
-KERNEL_NAME = f"build/kernel-{KVARIANT}" if KVARIANT else "build/kernel"
+# $KVERSION=6.12: build/kernel-6.12[-VARIANT] (unset or 6.1: the default)
+KVERSION = os.environ.get("KVERSION", "").strip()
+if KVERSION and not all(c.isdigit() or c == "." for c in KVERSION):
+    raise SystemExit(f"fgk: bad KVERSION '{KVERSION}' (a kernel version such as 6.12)")
+KVERSION = "" if KVERSION == "6.1" else KVERSION
+_KSUFFIX = "-".join(x for x in (KVERSION, KVARIANT) if x)
+KERNEL_NAME = f"build/kernel-{_KSUFFIX}" if _KSUFFIX else "build/kernel"
 KERNEL_DIR = REPO / KERNEL_NAME
 DEFAULT_KERNEL = KERNEL_DIR / "bzImage"
 
