@@ -15,13 +15,17 @@ function sections, relocations, bytes.
 from __future__ import annotations
 
 import os
-import re
 import struct
-import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "build"
+sys.path.insert(0, str(REPO / "qemu-profiles"))
+import fgkrun  # noqa: E402,F401  (puts the libfgk binding on sys.path)
+import libfgk  # noqa: E402
+
+SHT_PROGBITS, SHT_RELA, SHF_EXECINSTR = 1, 4, 0x4   # <elf.h>
 
 
 def variants():
@@ -56,19 +60,6 @@ def init_size(bzimage: Path) -> int:
 _scale_cache = {}
 
 
-def elf_shnum(path: Path) -> int:
-    """The section count in the ELF header (extended numbering: in section
-    0's sh_size); readelf's table has lines no regex of it names reliably."""
-    with open(path, "rb") as f:
-        hdr = f.read(64)
-        shoff, = struct.unpack_from("<Q", hdr, 0x28)
-        shnum, = struct.unpack_from("<H", hdr, 0x3c)
-        if shnum == 0 and shoff:
-            f.seek(shoff + 32)
-            shnum, = struct.unpack("<Q", f.read(8))
-    return shnum
-
-
 def scale(d: Path) -> dict:
     """Sizes of one build: function sections, ELF sections, relocations in
     vmlinux (.rela.*), the decompressor's relocation table (vmlinux.relocs
@@ -76,17 +67,16 @@ def scale(d: Path) -> dict:
     if d in _scale_cache:
         return _scale_cache[d]
     vmlinux = d / "vmlinux"
-    secs = subprocess.run(["readelf", "-SW", str(vmlinux)], capture_output=True, text=True,
-                          check=True).stdout
     text = rela = 0
-    for m in re.finditer(r"^\s*\[\s*\d+\] (\S+)\s+(\S+)\s+[0-9a-f]+ [0-9a-f]+ ([0-9a-f]+) "
-                         r"([0-9a-f]+)\s+(\S*)", secs, re.M):
-        name, typ, size, entsize, flags = m.groups()
-        if name.startswith(".text.") and typ == "PROGBITS" and "X" in flags and int(size, 16):
-            text += 1
-        if typ == "RELA" and int(entsize, 16):
-            rela += int(size, 16) // int(entsize, 16)
-    out = {"sections": text, "elf_sections": elf_shnum(vmlinux), "relocs": rela,
+    with libfgk.Vmlinux(vmlinux) as vm:
+        shnum = vm.shnum
+        for s in vm.sections():
+            if s.name.startswith(".text.") and s.type == SHT_PROGBITS and \
+                    s.flags & SHF_EXECINSTR and s.size:
+                text += 1
+            if s.type == SHT_RELA and s.entsize:
+                rela += s.size // s.entsize
+    out = {"sections": text, "elf_sections": shnum, "relocs": rela,
            "vmlinux": vmlinux.stat().st_size, "bzImage": (d / "bzImage").stat().st_size,
            "init_size": init_size(d / "bzImage")}
     vr = d / "build" / "arch" / "x86" / "boot" / "compressed" / "vmlinux.relocs"

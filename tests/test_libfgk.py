@@ -208,6 +208,23 @@ def test_sections_match_readelf(plain_elf):
             assert s is not None, name
             assert (s.index, s.addr, s.size) == (idx, addr, size), name
         assert vm.section(".no.such.section") is None
+        # the whole table by index: readelf's count, names, and entsizes
+        hdr = run("readelf", "-hW", plain_elf)
+        assert vm.shnum == int(re.search(r"Number of section headers:\s+(\d+)", hdr).group(1))
+        secs = vm.sections()
+        assert [s.index for s in secs] == list(range(1, vm.shnum))
+        for s in secs:
+            if s.name in ref:
+                assert ref[s.name][0] == s.index or vm.section(s.name).index < s.index
+        symtab = vm.section(".symtab")
+        assert symtab.entsize == 24 and secs[symtab.index - 1] == symtab
+        with pytest.raises(libfgk.FgkLookupError):
+            _check_section_at(vm, vm.shnum)
+
+
+def _check_section_at(vm, i):
+    info = libfgk._SectionInfo()
+    libfgk._check(libfgk._L().fgk_vmlinux_section_at(vm._handle(), i, ctypes.byref(info)))
 
 
 def test_symbols_match_nm(plain_elf):

@@ -401,6 +401,7 @@ struct fgk_error *fgk_module_section_info(struct fgk_module *m, size_t shndx,
 	ret->addr = s->shdr.sh_addr;
 	ret->size = s->shdr.sh_size;
 	ret->align = s->shdr.sh_addralign ? s->shdr.sh_addralign : 1;
+	ret->entsize = s->shdr.sh_entsize;
 	return NULL;
 }
 

@@ -22,6 +22,22 @@ static void section_info(const struct fgk_vmlinux *vm, size_t i,
 	ret->addr = sh->sh_addr;
 	ret->size = sh->sh_size;
 	ret->align = sh->sh_addralign ? sh->sh_addralign : 1;
+	ret->entsize = sh->sh_entsize;
+}
+
+size_t fgk_vmlinux_shnum(const struct fgk_vmlinux *vm)
+{
+	return vm->shnum;
+}
+
+struct fgk_error *fgk_vmlinux_section_at(struct fgk_vmlinux *vm, size_t index,
+					 struct fgk_section_info *ret)
+{
+	if (index >= vm->shnum)
+		return fgk_error_new(FGK_ERR_LOOKUP, vm->path, "no section %zu (%zu sections)",
+				     index, vm->shnum);
+	section_info(vm, index, ret);
+	return NULL;
 }
 
 struct fgk_error *fgk_vmlinux_section(struct fgk_vmlinux *vm, const char *name,

@@ -218,7 +218,7 @@ class _Symbol(Structure):
 class _SectionInfo(Structure):
     _fields_ = [("index", c_size_t), ("name", c_char_p), ("type", c_uint32),
                 ("flags", c_uint64), ("addr", c_uint64), ("size", c_uint64),
-                ("align", c_uint64)]
+                ("align", c_uint64), ("entsize", c_uint64)]
 
 
 class _Addr(Structure):
@@ -283,6 +283,8 @@ _PROTOTYPES = {
     "fgk_vmlinux_release": (c_char_p, [_VM]),
     "fgk_vmlinux_contains": (c_bool, [_VM, c_uint64]),
     "fgk_vmlinux_section": (_ERR, [_VM, c_char_p, POINTER(_SectionInfo)]),
+    "fgk_vmlinux_shnum": (c_size_t, [_VM]),
+    "fgk_vmlinux_section_at": (_ERR, [_VM, c_size_t, POINTER(_SectionInfo)]),
     "fgk_vmlinux_read": (_ERR, [_VM, c_uint64, c_void_p, c_size_t]),
     "fgk_vmlinux_kind": (_ERR, [_VM, POINTER(c_int)]),
     "fgk_symbol_lookup": (_ERR, [_VM, c_char_p, POINTER(_Symbol)]),
@@ -497,6 +499,12 @@ class SectionInfo:
     addr: int
     size: int
     align: int
+    entsize: int = 0
+
+
+def _section_info(info) -> SectionInfo:
+    return SectionInfo(info.index, _s(info.name), info.type, info.flags,
+                       info.addr, info.size, info.align, info.entsize)
 
 
 @dataclass(frozen=True)
@@ -591,8 +599,20 @@ class Vmlinux:
         info = _SectionInfo()
         if not self._lookup(_L().fgk_vmlinux_section, name, info):
             return None
-        return SectionInfo(info.index, _s(info.name), info.type, info.flags,
-                           info.addr, info.size, info.align)
+        return _section_info(info)
+
+    @property
+    def shnum(self) -> int:
+        """Section header count (extended numbering resolved), index 0 too."""
+        return _L().fgk_vmlinux_shnum(self._handle())
+
+    def sections(self) -> list:
+        """Every section header but index 0, in index order (SectionInfo)."""
+        out, info, h = [], _SectionInfo(), self._handle()
+        for i in range(1, self.shnum):
+            _check(_L().fgk_vmlinux_section_at(h, i, byref(info)))
+            out.append(_section_info(info))
+        return out
 
     def read(self, addr: int, size: int) -> bytes:
         """`size` bytes of the image at link address `addr` (one section)."""

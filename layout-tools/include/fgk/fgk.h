@@ -504,11 +504,17 @@ struct fgk_section_info {
 	uint64_t addr;		/* link address (sh_addr) */
 	uint64_t size;		/* sh_size */
 	uint64_t align;		/* max(sh_addralign, 1) */
+	uint64_t entsize;	/* sh_entsize */
 };
 
 /* The first section called name; FGK_ERR_LOOKUP if there is none. */
 struct fgk_error *fgk_vmlinux_section(struct fgk_vmlinux *vm, const char *name,
 				      struct fgk_section_info *ret);
+/* The number of section headers (extended numbering resolved), index 0 too. */
+size_t fgk_vmlinux_shnum(const struct fgk_vmlinux *vm);
+/* Section header index; FGK_ERR_LOOKUP when index >= fgk_vmlinux_shnum(). */
+struct fgk_error *fgk_vmlinux_section_at(struct fgk_vmlinux *vm, size_t index,
+					 struct fgk_section_info *ret);
 /*
  * len bytes of the file's image at link address link_addr, all from one
  * allocated section with contents; FGK_ERR_LOOKUP if no section holds them.
