@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf.h"
 #include "error.h"
 #include "lineprog.h"
-#include "module.h"
 
 struct fgk_dwarf {
 	Dwfl *dwfl;

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Internal: struct fgk_layout (lib/layout.c), opaque in <fgk/fgk.h>. */
+/* Internal: struct fgk_layout, opaque in <fgk/fgk.h>, and lib/layout.c's helpers. */
 #ifndef FGK_LIB_LAYOUT_H
 #define FGK_LIB_LAYOUT_H
 
 #include <fgk/fgk.h>
+
+#include "vmlinux.h"
 
 struct fgk_layout {
 	struct fgk_seed seed;
@@ -23,5 +25,18 @@ struct fgk_layout {
 	 */
 	bool seedless;
 };
+
+/* §3: is s a randomized section? (lib/layout.c) */
+bool vm_section_randomized(const struct vm_section *s);
+/*
+ * Is section i a relocation section (SHT_RELA/SHT_REL), and of which
+ * section?  vmlinux.fgk drops those of the randomized sections: relink
+ * (fold_text) writes it so, the cache checks it so (lib/layout.c).
+ */
+bool vm_section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target);
+/* §3: input list and region of vm, nothing placed (lib/layout.c). */
+struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret);
+/* Sort l->by_new once every new_addr is set. */
+void vm_layout_index_new(struct fgk_layout *l);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "dwarf.h"
 #include "module.h"
 #include "vmlinux.h"
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "layout.h"
 #include "vmlinux.h"
 
 static void section_info(const struct fgk_vmlinux *vm, size_t i,

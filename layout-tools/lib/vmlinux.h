@@ -58,17 +58,4 @@ uint64_t vm_symbol_extent(struct fgk_vmlinux *vm, const struct vm_symbol *s,
 /* The one section vmlinux.fgk has in place of the randomized ones. */
 #define FGK_FOLDED_TEXT ".text.fgkaslr"
 
-/* §3: is s a randomized section? (lib/layout.c) */
-bool vm_section_randomized(const struct vm_section *s);
-/*
- * Is section i a relocation section (SHT_RELA/SHT_REL), and of which
- * section?  vmlinux.fgk drops those of the randomized sections: relink
- * (fold_text) writes it so, the cache checks it so (lib/layout.c).
- */
-bool vm_section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target);
-/* §3: input list and region of vm, nothing placed (lib/layout.c). */
-struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret);
-/* Sort l->by_new once every new_addr is set. */
-void vm_layout_index_new(struct fgk_layout *l);
-
 #endif
