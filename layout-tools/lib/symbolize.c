@@ -574,19 +574,32 @@ static bool module_frame(const char *after, const char *end)
 	return module_tag(after, end, &n, &nl, &b, &bl);
 }
 
+/*
+ * After the 16 hex digits of "[<ADDR>]" at p: the "func+0xOFF/0xSIZE" the
+ * kernel printed beside ADDR ('?' marks skipped), at *q.  Its length, or 0.
+ */
+static size_t bracket_symoff(const char *p, const char *end, const char **q,
+			     size_t *namelen, uint64_t *off, uint64_t *size)
+{
+	const char *r = p + 16;
+
+	if (end - r < 2 || strncmp(r, ">]", 2))
+		return 0;
+	r += 2;
+	while (r < end && (*r == ' ' || *r == '?'))
+		r++;
+	*q = r;
+	return match_symoff(r, end, namelen, off, size);
+}
+
 /* The address at p is the "[<addr>] func+0x1/0x2 [mod]" of a module frame. */
 static bool module_address(const char *p, const char *end)
 {
-	const char *q = p + 16;
+	const char *q;
 	uint64_t off, size;
 	size_t nl, m;
 
-	if (end - q < 2 || strncmp(q, ">]", 2))
-		return false;
-	q += 2;
-	while (q < end && (*q == ' ' || *q == '?'))
-		q++;
-	m = match_symoff(q, end, &nl, &off, &size);
+	m = bracket_symoff(p, end, &q, &nl, &off, &size);
 	return m && module_frame(q + m, end);
 }
 
@@ -877,19 +890,14 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
 				     const char *end, uint64_t rt, bool *checked)
 {
-	const char *q = p + 16;
+	const char *q;
 	uint64_t off, size, link;
 	size_t nl, m;
 	struct fgk_symbol at;
 	struct fgk_error *err;
 
 	*checked = false;
-	if (end - q < 2 || strncmp(q, ">]", 2))
-		return NULL;
-	q += 2;
-	while (q < end && (*q == ' ' || *q == '?'))
-		q++;
-	m = match_symoff(q, end, &nl, &off, &size);
+	m = bracket_symoff(p, end, &q, &nl, &off, &size);
 	if (!m || module_frame(q + m, end))
 		return NULL;
 	*checked = true;
