@@ -43,8 +43,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct fgk_map *map = NULL;
 		uint64_t link;
 
-		for (size_t i = 0; i < l->n; i++) {
-			uint64_t a = l->secs[i].addr;
+		size_t n;
+		const struct fgk_section *secs = fgk_layout_sections(l, &n);
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t a = secs[i].addr;
 
 			(void)fgk_layout_section_at(l, a);
 			if (fgk_layout_unmap(l, fgk_layout_map(l, a), &link) &&

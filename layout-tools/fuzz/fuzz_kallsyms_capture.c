@@ -39,13 +39,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				       &l, &o);
 	if (!err) {
 		const struct fgk_section *prev = NULL;
+		size_t n;
+		const struct fgk_section *secs = fgk_layout_sections(l, &n);
+		const uint32_t *order = fgk_layout_order(l);
+		uint64_t start = fgk_layout_start(l), limit = fgk_layout_limit(l);
 
-		if (!l->seedless || (o.guessed && !o.guessed_names))
+		/* a layout from kallsyms has no seed */
+		if (fgk_layout_seed(l) || (o.guessed && !o.guessed_names))
 			abort();
-		for (size_t k = 0; k < l->n; k++) {
-			const struct fgk_section *e = &l->secs[l->order[k]];
+		for (size_t k = 0; k < n; k++) {
+			const struct fgk_section *e = &secs[order[k]];
 
-			if (e->new_addr < l->start || e->new_addr + e->size > l->limit ||
+			if (e->new_addr < start || e->new_addr + e->size > limit ||
 			    e->new_addr % e->align ||
 			    (prev && prev->new_addr + prev->size > e->new_addr))
 				abort();
