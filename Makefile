@@ -7,7 +7,7 @@
 #   make tools     build layout-tools/ (when it exists)
 #   make demo      boot a randomly laid out kernel and show its layout
 #   make check-unit  C unit tests + pure-Python tests: no kernel build, seconds
-#   make check     run every test (the unit tier first)
+#   make check     every test (unit tier first), then the k612 ones on 6.12
 #   make check-debian  build Debian's config (KVARIANT=debian, ~35 min) and
 #                  run every test against it, plus tests/test_debian.py
 #   make bench     run the benchmark scripts under bench/
@@ -32,7 +32,7 @@ export KVARIANT KVERSION PYTHON
 
 DEPS_STAMP := build/.deps
 
-.PHONY: all deps kernel tools demo check check-unit check-debian bench clean distclean help fuzz \
+.PHONY: all deps kernel tools demo check check-unit check-k612 check-debian bench clean distclean help fuzz \
 	install uninstall deb kernel-deb kernel-deb-check
 .DEFAULT_GOAL := help
 
@@ -82,6 +82,14 @@ check-unit: $(DEPS_STAMP) tools
 check: $(DEPS_STAMP) check-unit
 	$(MAKE) kernel tools
 	$(PYTHON) -m pytest -p no:cacheprovider -v $(PYTEST_ARGS) tests/
+	$(if $(KVERSION)$(KVARIANT),,$(MAKE) check-k612)
+
+# The second kernel: the tests marked k612 (tests/pytest.ini) again, on the
+# 6.12 build (build/kernel-6.12).  `make check KVERSION=6.12` runs the whole
+# suite on it.
+check-k612: $(DEPS_STAMP) tools
+	$(MAKE) kernel KVERSION=6.12 KVARIANT=
+	KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -v -m k612 $(PYTEST_ARGS) tests/
 
 # The whole suite on Debian's own configuration (docs/debian-kernel.md):
 # KVARIANT=debian points the runner, the tests and their skips at

@@ -20,6 +20,7 @@ EM_X86_64 = 62
 
 # ---------------------------------------------------------------- artifacts
 
+@pytest.mark.k612
 def test_artifacts_exist(kernel):
     for name in ("vmlinux", "bzImage", "System.map", "config", "release"):
         assert (kernel / name).is_file(), name
@@ -27,6 +28,7 @@ def test_artifacts_exist(kernel):
     assert (kernel / "bzImage").stat().st_size > 100_000
 
 
+@pytest.mark.k612
 def test_vmlinux_is_x86_64_elf_with_dwarf(vmlinux):
     assert fgkrun.elf_machine(vmlinux) == EM_X86_64
     secs = fgkrun.elf_sections(vmlinux)
@@ -35,6 +37,7 @@ def test_vmlinux_is_x86_64_elf_with_dwarf(vmlinux):
     assert fgkrun.elf_build_id(vmlinux), "vmlinux has no GNU build-id"
 
 
+@pytest.mark.k612
 def test_system_map_matches_vmlinux(kernel):
     lines = (kernel / "System.map").read_text().splitlines()
     assert len(lines) > 1000
@@ -58,6 +61,7 @@ def test_config_has_fragment_options(kernel):
     assert not missing, f"options from {names} not in the built config: {missing}"
 
 
+@pytest.mark.k612
 def test_release_is_the_trees(kernel, release):
     tree = kernel / "build"
     if not tree.is_dir():
@@ -104,20 +108,24 @@ def field(output, key):
     return m.group(1)
 
 
+@pytest.mark.k612
 def test_script_rc_is_propagated(info):
     assert info.rc == 7 and info.script_rc == 7
     assert not info.panicked and not info.timed_out
 
 
+@pytest.mark.k612
 def test_script_runs_as_root_on_smp(info):
     assert field(info.output, "uid") == "0"
     assert field(info.output, "nproc") == "2"
 
 
+@pytest.mark.k612
 def test_uname_is_built_release(info, release):
     assert field(info.output, "uname") == release
 
 
+@pytest.mark.k612
 def test_cmdline_has_appended_args(info):
     cmdline = field(info.output, "cmdline")
     assert "fgk.test=hello-42" in cmdline.split()
@@ -125,6 +133,7 @@ def test_cmdline_has_appended_args(info):
     assert info.cmdline == cmdline
 
 
+@pytest.mark.k612
 def test_kallsyms_has_real_addresses_for_root(info):
     lines = section(info.output, "kallsyms")
     assert len(lines) > 5000
@@ -136,6 +145,7 @@ def test_kallsyms_has_real_addresses_for_root(info):
     assert sum(1 for m in parsed if int(m.group(1), 16) == 0) < len(parsed) / 100
 
 
+@pytest.mark.k612
 def test_kallsyms_hides_addresses_from_users(info):
     lines = section(info.output, "unpriv")
     assert lines[0] == "1000", "setpriv did not drop to uid 1000 (CONFIG_MULTIUSER?)"
@@ -143,6 +153,7 @@ def test_kallsyms_hides_addresses_from_users(info):
     assert all(l.startswith("0000000000000000 ") for l in lines[1:]), lines
 
 
+@pytest.mark.k612
 def test_output_is_clean_of_kernel_messages(info):
     # the script's output channel (ttyS1) carries nothing but the script
     assert not re.search(r"^\[\s*\d+\.\d+\] ", info.output, re.M)
