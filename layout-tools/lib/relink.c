@@ -18,10 +18,16 @@
  *
  * The output is produced in memory from a copy of the input file and
  * written atomically (temp file + rename): it is never half-written.
+ *
+ * Memory: the output is the one copy held.  The input is read with pread()
+ * (the page cache, not this process's memory) rather than through libelf's
+ * mapping of it, whose pages would count against the process as they are
+ * touched: peak RSS is about one vmlinux, below objcopy's.
  */
 #include <elf.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,7 +52,43 @@ struct relink {
 		bool abs64;		/* one absolute u64 entry, else PC32 fields */
 	} sorted[3];
 	unsigned nsorted;
+	Elf64_Rela *chunk;		/* RELA_CHUNK relocations read at a time */
 };
+
+/* Relocations read from the input this many at a time. */
+#define RELA_CHUNK 8192
+
+/*
+ * len bytes of the input file at off into dst (off and len were checked
+ * against the file when it was opened), with pread(): the page cache is
+ * not mapped into this process, as libelf's image would be.
+ */
+static struct fgk_error *read_input(const struct fgk_vmlinux *vm, uint64_t off,
+				    size_t len, void *dst)
+{
+	unsigned char *p = dst;
+
+	if (vm->fd < 0) {
+		memcpy(dst, vm->image + off, len);
+		return NULL;
+	}
+	while (len) {
+		ssize_t n = pread(vm->fd, p, len > (1u << 30) ? (1u << 30) : len,
+				  (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return fgk_error_os(errno, vm->path, "cannot read");
+		if (n == 0)
+			return fgk_error_new(FGK_ERR_ELF, vm->path,
+					     "shorter than when it was opened: changed while relinking");
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return NULL;
+}
 
 /* File offset of link address addr inside the PT_LOAD segment holding it. */
 static bool addr_to_offset(struct fgk_vmlinux *vm, uint64_t addr, uint64_t *off)
@@ -86,6 +128,8 @@ static struct fgk_error *move_text(struct relink *r)
 {
 	const struct fgk_layout *l = r->l;
 	uint64_t off_start, off_limit;
+	unsigned char *old_text;
+	struct fgk_error *err = NULL;
 
 	if (!addr_to_offset(r->vm, l->start, &off_start) ||
 	    !addr_to_offset(r->vm, l->limit, &off_limit) ||
@@ -94,25 +138,39 @@ static struct fgk_error *move_text(struct relink *r)
 				     "the randomized region 0x%llx-0x%llx is not inside one loadable segment",
 				     (unsigned long long)l->start,
 				     (unsigned long long)l->limit);
+	/* the region as it was: the sources of the moves (it holds them) */
+	old_text = malloc(off_limit - off_start ? off_limit - off_start : 1);
+	if (!old_text)
+		return &fgk_enomem;
+	memcpy(old_text, r->buf + off_start, off_limit - off_start);
 	memset(r->buf + off_start, 0xcc, off_limit - off_start);
-	for (size_t i = 0; i < l->n; i++) {
+	for (size_t i = 0; i < l->n && !err; i++) {
 		const struct fgk_section *s = &l->secs[i];
 		const GElf_Shdr *old = &r->vm->secs[s->index].shdr;
 		uint64_t dst = old->sh_offset + (s->new_addr - s->addr);
 		Elf64_Shdr sh;
 
 		if (dst < off_start || dst > off_limit ||
-		    old->sh_size > off_limit - dst)
-			return fgk_error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
-					     "section %s does not map into the randomized region of the file",
-					     s->name);
-		memcpy(r->buf + dst, r->vm->image + old->sh_offset, old->sh_size);
+		    old->sh_size > off_limit - dst) {
+			err = fgk_error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
+					    "section %s does not map into the randomized region of the file",
+					    s->name);
+			break;
+		}
+		if (old->sh_offset >= off_start && old->sh_offset <= off_limit &&
+		    old->sh_size <= off_limit - old->sh_offset)
+			memcpy(r->buf + dst, old_text + (old->sh_offset - off_start),
+			       old->sh_size);
+		else
+			err = read_input(r->vm, old->sh_offset, old->sh_size,
+					 r->buf + dst);
 		get_shdr(r, s->index, &sh);
 		sh.sh_addr = s->new_addr;
 		sh.sh_offset = dst;
 		put_shdr(r, s->index, &sh);
 	}
-	return NULL;
+	free(old_text);
+	return err;
 }
 
 /* The SHT_SYMTAB_SHNDX table of symbol table symndx (in the input), if any. */
@@ -456,8 +514,14 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 			unsigned fsz;
 
 			/* read from the input: the output may be patched over it */
-			memcpy(&rela, vm->image + rs->sh_offset + k * sizeof(rela),
-			       sizeof(rela));
+			if (k % RELA_CHUNK == 0) {
+				err = read_input(vm, rs->sh_offset + k * sizeof(rela),
+						 (n - k < RELA_CHUNK ? n - k : RELA_CHUNK) *
+						 sizeof(rela), r->chunk);
+				if (err)
+					return err;
+			}
+			memcpy(&rela, &r->chunk[k % RELA_CHUNK], sizeof(rela));
 			type = ELF64_R_TYPE(rela.r_info);
 			sym = ELF64_R_SYM(rela.r_info);
 			off = alloc ? rela.r_offset - xs->sh_addr : rela.r_offset;
@@ -722,11 +786,14 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	r.size = vm->image_size;
 	r.buf = malloc(r.size ? r.size : 1);
 	r.delta = calloc(vm->shnum, sizeof(*r.delta));
-	if (!r.buf || !r.delta) {
+	r.chunk = malloc(RELA_CHUNK * sizeof(*r.chunk));
+	if (!r.buf || !r.delta || !r.chunk) {
 		err = &fgk_enomem;
 		goto out;
 	}
-	memcpy(r.buf, vm->image, r.size);
+	err = read_input(vm, 0, r.size, r.buf);
+	if (err)
+		goto out;
 	find_sorted_tables(&r);
 	for (size_t i = 0; i < l->n; i++) {
 		r.delta[l->secs[i].index] = (int64_t)(l->secs[i].new_addr - l->secs[i].addr);
@@ -753,6 +820,7 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	r.buf = NULL;
 out:
 	free(symdelta);
+	free(r.chunk);
 	free(r.delta);
 	free(r.buf);
 	return err;
