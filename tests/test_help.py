@@ -58,8 +58,8 @@ def synopsis(page: Path) -> list:
 
 def test_every_command_has_a_page():
     assert {p.name for p in PAGES} >= {f"fgk-{c}.1.md" for c in
-                                       ("addr", "crash", "layout", "map", "relink", "seed",
-                                        "symbolize")}
+                                       ("addr", "audit", "crash", "layout", "map", "relink",
+                                        "seed", "symbolize")}
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
@@ -83,7 +83,8 @@ def test_fgk_page_synopsis_names_every_command():
     page = REPO / "docs" / "fgk.1.md"
     entries = synopsis(page)
     cmds = commands()
-    assert {"layout", "map", "addr", "seed", "relink", "symbolize", "crash"} <= set(cmds)
+    assert {"layout", "map", "addr", "seed", "relink", "symbolize", "crash",
+            "audit"} <= set(cmds)
     for cmd in cmds:
         mine = [e for e in entries if e.split()[1] == cmd]
         assert mine, f"docs/fgk.1.md SYNOPSIS lacks 'fgk {cmd}'"
@@ -122,12 +123,14 @@ BAD_OPTIONS = [
 NEEDS_ARG = {
     "layout": ["--seed"], "map": ["--seed"], "addr": ["--seed"],
     "relink": ["--seed"], "symbolize": ["--seed"], "crash": ["--seed"],
+    "audit": ["--gadgets"],
     "seed record": ["--vmlinux"], "seed show": ["--vmlinux"],
     "seed capture": ["--vmcore"],
 }
 
 
 @pytest.mark.parametrize("cmd", ["layout", "map", "addr", "relink", "symbolize", "crash",
+                                 "audit",
                                  "seed parse", "seed record", "seed show", "seed capture"])
 def test_usage_error_is_one_line(cmd):
     """An unknown option, an argument to an option without one, a missing

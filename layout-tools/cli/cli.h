@@ -18,6 +18,7 @@ struct cli_cmd {
 extern const struct cli_cmd cmd_layout, cmd_map, cmd_addr, cmd_seed, cmd_relink,
 	cmd_symbolize;
 extern const struct cli_cmd cmd_crash;	/* cli/crash.c */
+extern const struct cli_cmd cmd_audit;	/* cli/audit.c */
 
 /* cli/capture.c: `fgk seed capture ...` (argv[0] == "capture"). */
 int cli_seed_capture(int argc, char **argv);

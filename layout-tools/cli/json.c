@@ -189,6 +189,7 @@ void json_bool(struct json *j, bool v) { scalar(j, "%s", v ? "true" : "false"); 
 void json_null(struct json *j) { scalar(j, "null"); }
 void json_hex(struct json *j, uint64_t v) { scalar(j, "\"0x%" PRIx64 "\"", v); }
 void json_addr(struct json *j, uint64_t v) { scalar(j, "\"0x%016" PRIx64 "\"", v); }
+void json_fixed(struct json *j, double v, int decimals) { scalar(j, "%.*f", decimals, v); }
 
 /* json_<kind>_field(j, name, v): json_name, then json_<kind>. */
 #define FIELD(kind, type)						\

@@ -62,6 +62,8 @@ void json_bool(struct json *j, bool v);
 void json_null(struct json *j);
 void json_hex(struct json *j, uint64_t v);	/* "0x1f" */
 void json_addr(struct json *j, uint64_t v);	/* "0xffffffff81000000" */
+/* A non-integral number with a fixed number of decimals (fgk audit). */
+void json_fixed(struct json *j, double v, int decimals);
 
 /* name + value in one call. */
 void json_string_field(struct json *j, const char *name, const char *s);

@@ -21,7 +21,7 @@
 
 static const struct cli_cmd *const commands[] = {
 	&cmd_layout, &cmd_map, &cmd_addr, &cmd_seed, &cmd_relink, &cmd_symbolize,
-	&cmd_crash,
+	&cmd_crash, &cmd_audit,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

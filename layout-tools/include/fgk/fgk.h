@@ -381,9 +381,10 @@ struct fgk_relink_stats {
 
 /*
  * The ELF a linker would have produced with the randomized sections placed
- * as l says (base offset 0): code moved, section headers, symbols, every
- * relocated field (code, data, DWARF) and the relocations' r_offset
- * updated.  Needs vmlinux's --emit-relocs relocations.  *image is malloc'd.
+ * as l says (base offset 0): code moved, section headers, symbols and every
+ * relocated field (code, data, DWARF) updated, the randomized sections
+ * folded into one, the relocation sections left out.  Needs vmlinux's
+ * --emit-relocs relocations.  *image is malloc'd.
  */
 struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 				   const struct fgk_layout *l,
@@ -869,6 +870,63 @@ struct fgk_error *fgk_symbolizer_add_module_dir(struct fgk_symbolizer *s,
 struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 						 const char *text, size_t len,
 						 const char *path);
+
+/* ---- audit (lib/audit.c, docs/fgk-audit.1.md) ------------------------------ */
+
+enum fgk_gadget_kind {
+	FGK_GADGET_ROP,		/* ends in ret */
+	FGK_GADGET_JOP,		/* ends in jmp or call */
+	FGK_GADGET_SYS,		/* anything else (syscall, int, ...) */
+	FGK_GADGET_KINDS,
+};
+enum fgk_audit_class {
+	FGK_AUDIT_MOVING,	/* shuffled with the seed */
+	FGK_AUDIT_FIXED,	/* resident, fixed offset from the base */
+	FGK_AUDIT_INIT,		/* fixed, freed after boot */
+	FGK_AUDIT_CLASSES,
+};
+/* One text region: [start, end) minus the regions nested in it. */
+struct fgk_audit_region {
+	const char *name;
+	const char *start_sym, *end_sym;	/* bounds symbols, or NULL */
+	uint64_t start, end;		/* link addresses */
+	uint64_t bytes;			/* end - start minus nested regions */
+	size_t functions;		/* sized STT_FUNC, aliases once */
+	uint64_t function_bytes;
+	size_t asm_functions;		/* fixed ones from .S files (DWARF) */
+	bool moves, init;
+	const char *why;		/* why it stays; NULL if it moves */
+	uint64_t gadgets[FGK_GADGET_KINDS];
+};
+struct fgk_audit {
+	size_t nregions;
+	struct fgk_audit_region *regions;	/* by start, enclosing first */
+	size_t sections;		/* §3 randomized sections */
+	double log2_orderings;		/* log2(sections!) */
+	bool asm_known;			/* DWARF read: asm_functions valid */
+	bool seeded;			/* fgk_audit_compute had a seed: */
+	struct fgk_seed seed;
+	size_t moved_sections;		/* not at their link address */
+	uint64_t moved_bytes;
+	uint64_t layout_end;
+	bool have_gadgets;		/* fgk_audit_gadgets ran: */
+	uint64_t gadgets[FGK_AUDIT_CLASSES][FGK_GADGET_KINDS];
+	uint64_t unique[FGK_AUDIT_CLASSES];	/* distinct instruction texts */
+	uint64_t gadgets_outside;	/* not in any text region */
+};
+/* Regions, functions, entropy of vm; seed may be NULL. */
+struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
+				    const struct fgk_seed *seed,
+				    struct fgk_audit **ret);
+void fgk_audit_free(struct fgk_audit *a);
+enum fgk_audit_class fgk_audit_region_class(const struct fgk_audit_region *r);
+/*
+ * Count a gadget finder's output ("0xADDRESS : insn ; insn ; ret" lines, as
+ * ROPgadget prints them; other lines not starting with 0x are skipped) into
+ * a's regions.  path names the text in errors.
+ */
+struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
+				    size_t len, const char *path);
 
 #ifdef __cplusplus
 }
