@@ -51,7 +51,8 @@ import fgkbase  # noqa: E402
 import fgkrun  # noqa: E402,F401  (puts the libfgk binding on sys.path)
 import libfgk  # noqa: E402
 
-FGK = REPO / "build" / "bin" / "fgk"
+# $FGK_BENCH_FGK: another fgk (an older build, for a before/after comparison)
+FGK = Path(os.environ.get("FGK_BENCH_FGK", REPO / "build" / "bin" / "fgk"))
 VMLINUX = REPO / "build" / "kernel" / "vmlinux"
 TARGET_CACHED = 1.25
 GOAL_NOFG = 1.1

@@ -222,8 +222,7 @@ def test_relink_sh_info_out_of_range(fix, tmp_path, env):
 
 def test_relink_misaligned_rela_same_result(fix, tmp_path, env):
     """Elf64_Rela records at an odd file offset (read misaligned before):
-    the same relinked output as from the aligned file, apart from where
-    that section's bytes are."""
+    the same relinked output as from the aligned file."""
     data = bytearray((fix / "relocs.elf").read_bytes())
     e = I.Elf64(bytes(data))
     i = rela_of(e, ".debug_info")
@@ -238,12 +237,10 @@ def test_relink_misaligned_rela_same_result(fix, tmp_path, env):
     odd = fgk("relink", bad, "--seed", SEED, "--no-cache", "-o", tmp_path / "b", env=env)
     assert good.returncode == 0 and odd.returncode == 0, (good.err, odd.err)
     a, b = (tmp_path / "a").read_bytes(), (tmp_path / "b").read_bytes()
-    # the new section tables are appended 8-aligned after the moved records
-    assert len(b) - (len(a) + 3 + h["size"]) in range(0, 16)
-    moved = I.Elf64(b)
-    assert b[new_off:new_off + h["size"]] == a[h["offset"]:h["offset"] + h["size"]], \
-        "the relocation records are updated the same way"
-    assert moved.shdr(moved.find(e.name(i)))["offset"] == new_off
+    # relocation sections are not in vmlinux.fgk, so where they were does
+    # not show: the records applied the same way give the same file
+    assert a == b, "the misaligned relocations were applied differently"
+    assert not I.Elf64(a).sections(4), "SHT_RELA sections in vmlinux.fgk"
 
 
 # ---------------------------------------------------------------- defect 3

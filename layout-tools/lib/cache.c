@@ -119,7 +119,7 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 	}
 	/*
 	 * Section by section as fgk_relink() writes them: the randomized
-	 * ones folded into one FGK_FOLDED_TEXT where the first was, their
+	 * ones folded into one FGK_FOLDED_TEXT where the first was, the
 	 * relocation sections gone, every other one as in vmlinux.
 	 */
 	{
@@ -133,9 +133,8 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 
 			if (rnd && folded)
 				continue;
-			if (vm_section_relocates(vm, i, &t) &&
-			    vm_section_randomized(&vm->secs[t]))
-				continue;
+			if (vm_section_relocates(vm, i, &t))
+				continue;	/* relocations: not in vmlinux.fgk */
 			if (j >= c->shnum) {
 				err = fgk_error_new(FGK_ERR_INVALID, path,
 						    "relinked file has %zu sections, too few for %s (stripped or another file)",

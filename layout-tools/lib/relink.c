@@ -13,16 +13,19 @@
  *
  * which is exact: it needs neither the old value nor the addend, and it is
  * the same rule the decompressor applies to the running image.  Section
- * headers, symbol values and the r_offset of relocations against moved code
- * are updated so the output is again a consistent, relinkable ELF.
+ * headers and symbol values are updated with the code; the relocation
+ * sections, once applied, are left out (see fold_text): the output is for
+ * debuggers, and relinking starts from vmlinux.
  *
  * The output is produced in memory from a copy of the input file and
  * written atomically (temp file + rename): it is never half-written.
  *
- * Memory: the output is the one copy held.  The input is read with pread()
- * (the page cache, not this process's memory) rather than through libelf's
- * mapping of it, whose pages would count against the process as they are
- * touched: peak RSS is about one vmlinux, below objcopy's.
+ * Memory: the output is the one copy held, and it stops where the last
+ * section kept ends (about half of vmlinux: the relocation sections come
+ * last).  The input is read with pread() (the page cache, not this
+ * process's memory) rather than through libelf's mapping of it, whose
+ * pages would count against the process as they are touched: peak RSS is
+ * about 0.4x objcopy's.
  */
 #include <elf.h>
 #include <errno.h>
@@ -53,6 +56,11 @@ struct relink {
 	} sorted[3];
 	unsigned nsorted;
 	Elf64_Rela *chunk;		/* RELA_CHUNK relocations read at a time */
+	Elf64_Shdr *sh;			/* the output's headers, by input index */
+	/* the fold (plan_fold): output index per input one, 0 = dropped */
+	uint32_t *map;
+	bool *shuf;			/* randomized */
+	size_t first, m;		/* first randomized index; output shnum */
 };
 
 /* Relocations read from the input this many at a time. */
@@ -112,15 +120,15 @@ static bool addr_to_offset(struct fgk_vmlinux *vm, uint64_t addr, uint64_t *off)
 	return false;
 }
 
-/* The output's section header i (unaligned-safe: e_shoff is untrusted). */
+/* The output's section header i, by its index in the input. */
 static void get_shdr(const struct relink *r, size_t i, Elf64_Shdr *sh)
 {
-	memcpy(sh, r->buf + r->vm->ehdr.e_shoff + i * sizeof(*sh), sizeof(*sh));
+	*sh = r->sh[i];
 }
 
 static void put_shdr(struct relink *r, size_t i, const Elf64_Shdr *sh)
 {
-	memcpy(r->buf + r->vm->ehdr.e_shoff + i * sizeof(*sh), sh, sizeof(*sh));
+	r->sh[i] = *sh;
 }
 
 /* Move the code: int3 over [start, limit), then every section at its new place. */
@@ -484,7 +492,7 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 		size_t x = rs->sh_info;
 		const GElf_Shdr *xs;
 		Elf64_Shdr xout;
-		bool alloc, apply;
+		bool alloc, apply, keep;
 		size_t n;
 		int64_t dx;
 		struct fgk_error *err;
@@ -502,6 +510,7 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 			continue;
 		xs = &vm->secs[x].shdr;
 		get_shdr(r, x, &xout);	/* the new file offset, if x moved */
+		keep = r->map[x] != 0;	/* else x is not in the output */
 		alloc = xs->sh_flags & SHF_ALLOC;
 		dx = r->delta[x];
 		n = rs->sh_size / sizeof(Elf64_Rela);
@@ -513,7 +522,6 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 			int64_t ds, change;
 			unsigned fsz;
 
-			/* read from the input: the output may be patched over it */
 			if (k % RELA_CHUNK == 0) {
 				err = read_input(vm, rs->sh_offset + k * sizeof(rela),
 						 (n - k < RELA_CHUNK ? n - k : RELA_CHUNK) *
@@ -540,12 +548,8 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 						     k, vm->secs[i].name, vm->secs[x].name);
 			if (alloc && in_sorted_table(r, rela.r_offset))
 				continue;	/* fix_sorted_tables() */
-			if (alloc) {
-				rela.r_offset += (uint64_t)dx;
-				memcpy(r->buf + rs->sh_offset + k * sizeof(rela),
-				       &rela, sizeof(rela));
-			}
-			if (!change)
+			/* the relocation section itself is not in the output */
+			if (!change || !keep)
 				continue;
 			if (!fsz)
 				return fgk_error_new(FGK_ERR_ELF, vm->path,
@@ -573,24 +577,93 @@ static uint64_t round_up(uint64_t x, uint64_t a)
 /*
  * Fold the randomized sections into one, as a linker would have emitted
  * them had it placed them in this order: one section FGK_FOLDED_TEXT over
- * [start, end), the shuffled code and its int3 padding.  Their relocation
+ * [start, end), the shuffled code and its int3 padding.  The relocation
  * sections go (vmlinux.fgk is for debuggers; relinking starts from
  * vmlinux), the other section indexes are renumbered in order, and the
- * section name table and header table are written anew at the end of the
- * image (the old ones stay there as unreferenced bytes).
+ * section name table and header table are written anew after the last
+ * section kept: the file ends there (--emit-relocs puts the relocation
+ * sections, the old name table and the old header table after everything
+ * else).
  *
  * Why: gdb keeps a symbol's section index in a 'short'.  Debian's kernel
  * has 38,922 function sections, which put .data, .bss and every section
  * after them past index 32767: gdb then adds garbage to the address of
  * every variable ('p &init_task' reads host memory) and lx-dmesg fails.
+ * And without relocation sections, gdb maps the DWARF sections instead of
+ * reading them into memory (BFD marks a section that relocations apply to
+ * SEC_RELOC, and gdb reads those itself), and the file is half the size:
+ * gdb and crash load it as fast as a vmlinux built without FG-KASLR.
+ *
+ * plan_fold() decides which sections stay and where the kept bytes end
+ * (*keep_end), before the output is read in; fold_text() writes the result.
  */
+static struct fgk_error *plan_fold(struct relink *r, uint64_t *keep_end)
+{
+	struct fgk_vmlinux *vm = r->vm;
+	const struct fgk_layout *l = r->l;
+	size_t n = vm->shnum, t, nph, old_str = 0;
+	uint64_t end = sizeof(Elf64_Ehdr);
+
+	r->map = calloc(n, sizeof(*r->map));
+	r->shuf = calloc(n, sizeof(*r->shuf));
+	if (!r->map || !r->shuf)
+		return &fgk_enomem;
+	r->first = 0;
+	r->m = 1;
+	for (size_t k = 0; k < l->n; k++) {
+		r->shuf[l->secs[k].index] = true;
+		if (!r->first || l->secs[k].index < r->first)
+			r->first = l->secs[k].index;
+	}
+	if (!r->first) {		/* nothing to fold: the whole file */
+		*keep_end = vm->image_size;
+		return NULL;
+	}
+	/* the name table is not kept where it was: fold_text() appends it */
+	if (elf_getshdrstrndx(vm->elf, &old_str) != 0)
+		old_str = 0;
+	for (size_t i = 1; i < n; i++) {
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+		if (r->shuf[i])
+			r->map[i] = i == r->first ? (uint32_t)r->m++ : 0;
+		else if (vm_section_relocates(vm, i, &t))
+			r->map[i] = 0;		/* relocations: dropped */
+		else
+			r->map[i] = (uint32_t)r->m++;
+		if ((r->map[i] || r->shuf[i]) && sh->sh_type != SHT_NOBITS &&
+		    i != old_str && sh->sh_offset + sh->sh_size > end)
+			end = sh->sh_offset + sh->sh_size;	/* checked at open */
+	}
+	for (size_t k = 0; k < l->n; k++)
+		r->map[l->secs[k].index] = r->map[r->first];
+	/* the program headers and what they load */
+	if (elf_getphdrnum(vm->elf, &nph) == 0) {
+		if (vm->ehdr.e_phoff <= vm->image_size &&
+		    nph * sizeof(Elf64_Phdr) <= vm->image_size - vm->ehdr.e_phoff &&
+		    vm->ehdr.e_phoff + nph * sizeof(Elf64_Phdr) > end)
+			end = vm->ehdr.e_phoff + nph * sizeof(Elf64_Phdr);
+		for (size_t i = 0; i < nph; i++) {
+			GElf_Phdr ph;
+
+			if (gelf_getphdr(vm->elf, (int)i, &ph) &&
+			    ph.p_offset <= vm->image_size &&
+			    ph.p_filesz <= vm->image_size - ph.p_offset &&
+			    ph.p_offset + ph.p_filesz > end)
+				end = ph.p_offset + ph.p_filesz;
+		}
+	}
+	*keep_end = end < vm->image_size ? end : vm->image_size;
+	return NULL;
+}
+
 static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 {
 	struct fgk_vmlinux *vm = r->vm;
 	const struct fgk_layout *l = r->l;
-	size_t n = vm->shnum, m = 1, first = 0, old_str, new_str = 0;
-	uint32_t *map = calloc(n, sizeof(*map));
-	bool *shuf = calloc(n, sizeof(*shuf));
+	size_t n = vm->shnum, m = r->m, first = r->first, old_str, new_str = 0;
+	const uint32_t *map = r->map;
+	const bool *shuf = r->shuf;
 	Elf64_Shdr *nh = NULL, sh;
 	struct fgk_error *err = NULL;
 	uint64_t off_start, align = 1, str_off, sh_off, folded_name;
@@ -598,45 +671,22 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 	unsigned char *buf;
 	Elf64_Ehdr eh;
 
-	if (!map || !shuf) {
-		err = &fgk_enomem;
-		goto out;
-	}
-	if (elf_getshdrstrndx(vm->elf, &old_str) != 0 || old_str >= n) {
-		err = fgk_error_new(FGK_ERR_ELF, vm->path, "no section name table");
-		goto out;
-	}
+	if (!first)
+		return NULL;
+	if (elf_getshdrstrndx(vm->elf, &old_str) != 0 || old_str >= n || !map[old_str])
+		return fgk_error_new(FGK_ERR_ELF, vm->path, "no section name table");
 	for (size_t k = 0; k < l->n; k++) {
 		const GElf_Shdr *in = &vm->secs[l->secs[k].index].shdr;
 
-		shuf[l->secs[k].index] = true;
-		if (!first || l->secs[k].index < first)
-			first = l->secs[k].index;
 		if (in->sh_addralign > align)
 			align = in->sh_addralign;
 	}
-	if (!first)
-		goto out;
 	while (align > 1 && l->start % align)
 		align >>= 1;
-	for (size_t i = 1; i < n; i++) {
-		size_t t;
-
-		if (shuf[i])
-			map[i] = i == first ? (uint32_t)m++ : 0;
-		else if (vm_section_relocates(vm, i, &t) && shuf[t])
-			map[i] = 0;		/* relocations of moved code: dropped */
-		else
-			map[i] = (uint32_t)m++;
-	}
-	for (size_t k = 0; k < l->n; k++)
-		map[l->secs[k].index] = map[first];
 	if (!addr_to_offset(vm, l->start, &off_start) || l->end < l->start ||
-	    off_start > r->size || l->end - l->start > r->size - off_start) {
-		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				    "the randomized region is not inside one loadable segment");
-		goto out;
-	}
+	    off_start > r->size || l->end - l->start > r->size - off_start)
+		return fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+				     "the randomized region is not inside one loadable segment");
 
 	/* headers: the folded one in place of the first randomized section */
 	nh = calloc(m, sizeof(*nh));
@@ -722,7 +772,9 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 	}
 	r->buf = buf;
 	memset(buf + r->size, 0, total - r->size);
-	memcpy(buf + str_off, vm->image + vm->secs[old_str].shdr.sh_offset, str_len);
+	err = read_input(vm, vm->secs[old_str].shdr.sh_offset, str_len, buf + str_off);
+	if (err)
+		goto out;
 	memcpy(buf + str_off + str_len, FGK_FOLDED_TEXT, sizeof(FGK_FOLDED_TEXT));
 	nh[new_str].sh_offset = str_off;
 	nh[new_str].sh_size = str_len + sizeof(FGK_FOLDED_TEXT);
@@ -734,8 +786,6 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 	memcpy(buf, &eh, sizeof(eh));
 	r->size = total;
 out:
-	free(map);
-	free(shuf);
 	free(nh);
 	return err;
 }
@@ -750,6 +800,7 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	struct fgk_error *err = NULL;
 	size_t nsyms = 0, symndx = 0, nrela = 0;
 	int64_t *symdelta = NULL;
+	uint64_t keep_end;
 
 	r.st = stats ? stats : &dummy;
 	memset(r.st, 0, sizeof(*r.st));
@@ -783,11 +834,26 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 		return fgk_error_new(FGK_ERR_ELF, vm->path,
 				     "no relocations for the code (.rela.text*): vmlinux must be linked with --emit-relocs, as x86_64 vmlinux normally is");
 
-	r.size = vm->image_size;
-	r.buf = malloc(r.size ? r.size : 1);
+	if (vm->ehdr.e_shoff > vm->image_size ||
+	    vm->shnum > (vm->image_size - vm->ehdr.e_shoff) / sizeof(Elf64_Shdr))
+		return fgk_error_new(FGK_ERR_ELF, vm->path,
+				     "corrupt ELF: the section header table is outside the file");
+	r.sh = malloc(vm->shnum * sizeof(*r.sh));
 	r.delta = calloc(vm->shnum, sizeof(*r.delta));
 	r.chunk = malloc(RELA_CHUNK * sizeof(*r.chunk));
-	if (!r.buf || !r.delta || !r.chunk) {
+	if (!r.sh || !r.delta || !r.chunk) {
+		err = &fgk_enomem;
+		goto out;
+	}
+	err = read_input(vm, vm->ehdr.e_shoff, vm->shnum * sizeof(*r.sh), r.sh);
+	if (!err)
+		err = plan_fold(&r, &keep_end);
+	if (err)
+		goto out;
+	/* what the output keeps of the input: up to the last section kept */
+	r.size = keep_end;
+	r.buf = malloc(r.size ? r.size : 1);
+	if (!r.buf) {
 		err = &fgk_enomem;
 		goto out;
 	}
@@ -822,6 +888,9 @@ out:
 	free(symdelta);
 	free(r.chunk);
 	free(r.delta);
+	free(r.sh);
+	free(r.map);
+	free(r.shuf);
 	free(r.buf);
 	return err;
 }
