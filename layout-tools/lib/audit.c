@@ -400,7 +400,7 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 
 			addr = addr << 4 | (uint64_t)d;
 		}
-		if (!digits || digits > 16 || le - q < 4 || memcmp(q, " : ", 3)) {
+		if (!digits || digits > 16 || le - q < 3 || memcmp(q, " : ", 3)) {
 			err = fgk_error_new(FGK_ERR_INVALID, path,
 					    "line %zu: not a gadget line (0xADDRESS : instructions)",
 					    lineno);

@@ -1,0 +1,226 @@
+"""fgk audit (docs/fgk-audit.1.md) against independent oracles: the region
+bounds against nm's values of the kernel's own bounds symbols, the
+functions and their bytes against readelf -sW's symbol table, the shuffled
+sections and log2(n!) against readelf -SW, the gadget census against
+ROPgadget run directly on one region, and hostile input.  Needs the
+default kernel (build/kernel; KVERSION=6.12: build/kernel-6.12), and
+ROPgadget (python3-ropgadget) for the census."""
+import json
+import math
+import re
+import shutil
+
+import pytest
+
+from oracle import REPO, fgk, output, run
+
+SEED = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+CENSUS = REPO / "scripts" / "gadget-census"
+BOUNDS = ["__entry_text_start", "__entry_text_end", "__irqentry_text_start",
+          "__irqentry_text_end", "__softirqentry_text_start", "__softirqentry_text_end",
+          "__noinstr_text_start", "__noinstr_text_end", "__sched_text_start",
+          "__sched_text_end", "__cpuidle_text_start", "__cpuidle_text_end",
+          "__lock_text_start", "__lock_text_end", "__kprobes_text_start",
+          "__kprobes_text_end", "__static_call_text_start", "__static_call_text_end",
+          "__indirect_thunk_start", "__indirect_thunk_end", "_stext"]
+
+
+@pytest.fixture(scope="module")
+def audit(vmlinux):
+    return json.loads(fgk("audit", vmlinux, "--json", status=0).stdout)
+
+
+@pytest.fixture(scope="module")
+def nm(vmlinux):
+    syms = {}
+    for line in output("nm", vmlinux).splitlines():
+        parts = line.split()
+        if len(parts) == 3:
+            syms.setdefault(parts[2], int(parts[0], 16))
+    return syms
+
+
+@pytest.fixture(scope="module")
+def sections(vmlinux):
+    """[(name, type, addr, off, size, flags)] from readelf -SW."""
+    out = []
+    for line in output("readelf", "-SW", vmlinux).splitlines():
+        m = re.match(r"\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+([0-9a-f]+)\s+"
+                     r"([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)\s", line)
+        if m:
+            out.append((m.group(1), m.group(2), int(m.group(3), 16), int(m.group(4), 16),
+                        int(m.group(5), 16), m.group(6)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def funcs(vmlinux):
+    """{address: largest size} of the sized FUNC symbols, from readelf -sW."""
+    f = {}
+    for line in output("readelf", "-sW", vmlinux).splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] == "FUNC" and p[6] != "UND":
+            size = int(p[2], 0)
+            if size:
+                a = int(p[1], 16)
+                f[a] = max(f.get(a, 0), size)
+    return f
+
+
+def innermost(regions, addr):
+    best = None
+    for r in regions:
+        if r["start"] <= addr < r["end"]:
+            if best is None or r["end"] - r["start"] <= best["end"] - best["start"]:
+                best = r
+    return best
+
+
+def regions_of(audit):
+    rs = []
+    for r in audit["regions"]:
+        rs.append(dict(r, start=int(r["start"], 16), end=int(r["end"], 16)))
+    return rs
+
+
+@pytest.mark.k612
+def test_regions_bounds_and_functions_match_the_symbol_table(audit, nm, funcs, sections):
+    rs = regions_of(audit)
+    named = {r["name"]: r for r in rs}
+    # bounds: the kernel's own symbols, as nm reads them
+    for r in rs:
+        for key, sym in (("start", r["start_symbol"]), ("end", r["end_symbol"])):
+            if sym:
+                assert r[key] == nm[sym], (r["name"], sym)
+    for s in BOUNDS[:-1:2]:
+        e = s.replace("_start", "_end")
+        if s in nm and e in nm:
+            assert any(r["start_symbol"] == s and r["end_symbol"] == e for r in rs), s
+    # the shuffled region and the other executable sections: readelf -SW
+    rand = [s for s in sections if s[0].startswith(".text.") and s[1] == "PROGBITS"
+            and "A" in s[5] and "X" in s[5] and s[4]]
+    assert audit["entropy"]["sections"] == len(rand) > 1000
+    n = len(rand)
+    assert audit["entropy"]["log2_orderings"] == pytest.approx(
+        math.lgamma(n + 1) / math.log(2), abs=0.06)
+    assert named["shuffled .text.*"]["start"] == min(s[2] for s in rand)
+    assert named["shuffled .text.*"]["end"] == max(s[2] + s[4] for s in rand)
+    assert named[".init.text"]["init"] and named[".init.text"]["start"] == nm["_sinittext"]
+    assert named[".init.text"]["end"] == nm["_einittext"]
+    # functions per region (innermost), and their bytes: readelf -sW
+    want = {r["name"]: [0, 0] for r in rs}
+    for a, size in funcs.items():
+        r = innermost(rs, a)
+        if r:
+            want[r["name"]][0] += 1
+            want[r["name"]][1] += size
+    for r in rs:
+        assert [r["functions"], r["function_bytes"]] == want[r["name"]], r["name"]
+        assert r["moves"] == (r["name"] == "shuffled .text.*")
+        assert (r["why"] is None) == r["moves"]
+        if r["asm_functions"] is not None:
+            assert r["asm_functions"] <= r["functions"]
+    mv = sum(v[1] for k, v in want.items() if named[k]["class"] == "moving")
+    fx = sum(v[1] for k, v in want.items() if named[k]["class"] == "fixed")
+    assert audit["totals"]["resident_moving_percent"] == pytest.approx(100 * mv / (mv + fx),
+                                                                       abs=0.006)
+    # region bytes add up to the extents (nested ones subtracted once)
+    text = named[".text"]
+    inside = [r for r in rs if r is not text and text["start"] <= r["start"] < text["end"]]
+    assert text["bytes"] + sum(r["bytes"] for r in inside) == text["end"] - text["start"]
+
+
+@pytest.mark.k612
+def test_seed_moves_what_fgk_layout_moves(vmlinux):
+    a = json.loads(fgk("audit", vmlinux, "--seed", SEED, "--json", status=0).stdout)
+    lay = json.loads(fgk("layout", vmlinux, "--seed", SEED, "--json", status=0).stdout)
+    moved = [s for s in lay["sections"] if s["new"] != s["link"]]
+    assert a["seed"]["moved_sections"] == len(moved)
+    assert a["seed"]["moved_bytes"] == sum(int(s["size"], 16) for s in moved)
+    assert a["seed"]["layout_end"] == lay["end"]
+
+
+@pytest.fixture(scope="module")
+def census(vmlinux, tmp_path_factory):
+    if not shutil.which("ROPgadget"):
+        pytest.skip("ROPgadget missing: apt-get install python3-ropgadget (make deps)")
+    out = tmp_path_factory.mktemp("census") / "gadgets.txt"
+    r = run("nice", CENSUS, vmlinux, "-j", "2")
+    assert r.returncode == 0, r.stderr
+    out.write_text(r.stdout)
+    return out
+
+
+def test_gadget_census_matches_ropgadget_on_one_region(vmlinux, census, sections, tmp_path):
+    a = json.loads(fgk("audit", vmlinux, "--gadgets", census, "--json", status=0).stdout)
+    rs = regions_of(a)
+    g = a["gadgets"]
+    assert g["outside_text"] == 0
+    for c in ("moving", "fixed", "init"):
+        assert g[c]["total"] == sum(r["gadgets"]["total"] for r in rs if r["class"] == c)
+    # .sched.text straight from the file, ROPgadget run on it alone (with
+    # 256 bytes after it, so that gadgets starting at its end are whole)
+    sched = next(r for r in rs if r["name"] == ".sched.text")
+    text = next(s for s in sections if s[0] == ".text")
+    off = text[3] + sched["start"] - text[2]
+    raw = tmp_path / "sched.bin"
+    with open(vmlinux, "rb") as f:
+        f.seek(off)
+        raw.write_bytes(f.read(sched["end"] - sched["start"] + 256))
+    out = output("ROPgadget", "--binary", raw, "--rawArch", "x86", "--rawMode", "64",
+                 "--offset", hex(sched["start"]), "--all")
+    direct = [ln for ln in out.splitlines() if ln.startswith("0x")
+              and sched["start"] <= int(ln.split()[0], 16) < sched["end"]]
+    kinds = {"rop": 0, "jop": 0, "other": 0}
+    for ln in direct:
+        last = ln.split(" : ", 1)[1].split(" ; ")[-1]
+        kinds["rop" if last.startswith("ret") else
+              "jop" if last.startswith(("jmp", "call")) else "other"] += 1
+    assert len(direct) > 100
+    assert sched["gadgets"] == dict(kinds, total=len(direct))
+    # the text report says the same
+    txt = fgk("audit", vmlinux, "--gadgets", census, status=0).stdout
+    assert f"fixed resident {g['fixed']['total']} ({g['unique']['fixed']} unique)" in txt
+
+
+def test_no_fg_kernel_has_nothing_that_moves():
+    nofg = REPO / "build" / "kernel-6.12-nofg" / "vmlinux"
+    if not nofg.is_file():
+        pytest.skip(f"{nofg} missing (make kernel KVERSION=6.12 KVARIANT=nofg)")
+    a = json.loads(fgk("audit", nofg, "--json", status=0).stdout)
+    assert a["entropy"]["sections"] == 0 and a["entropy"]["bits"] == 0
+    assert all(not r["moves"] for r in a["regions"])
+    assert a["totals"]["moving"]["functions"] == 0
+    assert a["totals"]["fixed"]["functions"] > 10000
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("0xzz : ret\n", "line 1: not a gadget line"),
+    ("Gadgets information\n0xffffffff81000000 ret\n", "line 2: not a gadget line"),
+    ("0x11111111111111111 : ret\n", "line 1: not a gadget line"),
+    ("0xffffffff81000000 : \n", "line 1: gadget without instructions"),
+    ("no gadgets here\n", "no gadget lines"),
+    ("", "no gadget lines"),
+])
+def test_bad_gadget_file_is_one_line(vmlinux, tmp_path, content, needle):
+    p = tmp_path / "g.txt"
+    p.write_text(content)
+    r = fgk("audit", vmlinux, "--gadgets", p, status=1)
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and str(p) in r.stderr and needle in r.stderr, r.stderr
+
+
+def test_bad_vmlinux_is_one_line(tmp_path):
+    junk = tmp_path / "junk"
+    junk.write_bytes(b"\x7fELF" + b"\0" * 100)
+    stripped = tmp_path / "stripped"
+    shutil.copy("/bin/true", stripped)
+    run("strip", stripped)
+    for path, needle in ((junk, str(junk)), (stripped, str(stripped)),
+                         (tmp_path / "none", "No such file"), (tmp_path, str(tmp_path))):
+        r = fgk("audit", path, status=1)
+        assert r.stdout == "" and r.stderr.count("\n") == 1 and needle in r.stderr, r.stderr
+    r = fgk("audit", status=2)
+    assert r.stderr.startswith("fgk audit: ") and r.stderr.count("\n") == 1
+    r = fgk("audit", junk, "--seed", "xyz", status=1)
+    assert r.stderr.count("\n") == 1
