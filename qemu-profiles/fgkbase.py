@@ -50,18 +50,29 @@ KERNEL_DIR = REPO / KERNEL_NAME
 DEFAULT_KERNEL = KERNEL_DIR / "bzImage"
 
 
-def kernel_fragments(variant: str = KVARIANT) -> list:
-    """The config fragments scripts/build-kernel merges for `variant`, in
-    order (a later one wins): kernel.config, then kernel-VARIANT.config;
-    a variant with a distribution base (kernel-VARIANT.base) has only its
-    own fragment (NAME-nofg: NAME's, then kernel-nofg.config)."""
+def kernel_fragments(variant: str = KVARIANT, version: str = KVERSION) -> list:
+    """The config fragments scripts/build-kernel merges for `variant` of
+    kernel `version`, in order (a later one wins): kernel.config (6.12:
+    kernel-6.12.config), then kernel-VARIANT.config (6.12:
+    kernel-6.12-VARIANT.config when it exists); a variant with a
+    distribution base (kernel-VARIANT.base) has only its own fragment
+    (NAME-nofg: NAME's, then kernel-nofg.config)."""
+    version = "" if version == "6.1" else version
+
+    def vfile(name):
+        if version and (HERE / f"kernel-{version}-{name}").is_file():
+            return HERE / f"kernel-{version}-{name}"
+        return HERE / f"kernel-{name}"
+    main = HERE / (f"kernel-{version}.config" if version else "kernel.config")
     if not variant:
-        return [HERE / "kernel.config"]
+        return [main]
     distro = variant[:-len("-nofg")] if variant.endswith("-nofg") else variant
-    if (HERE / f"kernel-{distro}.base").is_file():
-        own = [HERE / f"kernel-{distro}.config"]
-        return own if distro == variant else own + [HERE / "kernel-nofg.config"]
-    return [HERE / "kernel.config", HERE / f"kernel-{variant}.config"]
+    if vfile(f"{distro}.base").is_file():
+        own = [vfile(f"{distro}.config")]
+        return own if distro == variant else own + [vfile("nofg.config")]
+    return [main, vfile(f"{variant}.config")]
+
+
 RUNS_DIR = BUILD / "runs"
 INITRAMFS_DIR = BUILD / "initramfs"
 

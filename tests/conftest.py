@@ -54,7 +54,9 @@ BIN_DIR = REPO / "build" / "bin"
 def kernel_missing_reason():
     for name in ("bzImage", "vmlinux", "System.map", "release"):
         if not (KERNEL_DIR / name).is_file():
-            make = "make kernel" + (f" KVARIANT={fgkbase.KVARIANT}" if fgkbase.KVARIANT else "")
+            make = "make kernel" + "".join(
+                f" {k}={v}" for k, v in (("KVERSION", fgkbase.KVERSION),
+                                         ("KVARIANT", fgkbase.KVARIANT)) if v)
             return f"{KERNEL_NAME}/{name} missing: run '{make}' first"
     return None
 

@@ -44,6 +44,7 @@ def test_system_map_matches_vmlinux(kernel):
     assert any(l.endswith(" T start_kernel") or l.endswith(" t start_kernel") for l in lines)
 
 
+@pytest.mark.k612
 def test_config_has_fragment_options(kernel):
     have = set((kernel / "config").read_text().splitlines())
     want = {}
