@@ -17,8 +17,9 @@ import subprocess
 import sys
 
 import pytest
+from pathlib import Path
 
-from conftest import KERNEL_DIR, REPO, boot
+from conftest import KERNEL_DIR, REPO, boot, fgkbase
 from test_oracle import VMLINUX, require_fgkaslr_vmlinux
 
 sys.path.insert(0, str(REPO / "docs"))
@@ -51,10 +52,21 @@ def test_kunit_suite_on_many_random_seeds():
     /proc/kallsyms equals fgk map line for line, and the decompressor put
     every table sorted by address back in order by section runs (flag 0x80,
     the heapsort fallback, never set)."""
+    kunit_on_random_seeds(SEEDS_N)
+
+
+@pytest.mark.k612
+def test_kunit_suite_on_a_few_random_seeds():
+    """The same on 3 random seeds: what the second kernel's tier (k612)
+    affords; the 20-seed run is test_kunit_suite_on_many_random_seeds."""
+    kunit_on_random_seeds(3)
+
+
+def kunit_on_random_seeds(n):
     require_fgkaslr_vmlinux()
     from test_oracle import compare, guest_kallsyms, link_text
     passed = []
-    for k in range(SEEDS_N):
+    for k in range(n):
         seed = secrets.token_hex(32)
         res = boot("grep ^flags: /proc/fgkaslr_stats\n" + KALLSYMS, seed=seed, timeout=120)
         assert res.rc == 0, f"seed {seed}: rc {res.rc} {res.message}"
@@ -69,7 +81,7 @@ def test_kunit_suite_on_many_random_seeds():
         text = [l for l in got if l.endswith(" _text")]
         compare(seed, int(text[0].split()[0], 16) - link_text(), got)
         passed.append(seed)
-    print(f"{len(passed)}/{SEEDS_N} random seeds booted to init, passed the fgkaslr KUnit "
+    print(f"{len(passed)}/{n} random seeds booted to init, passed the fgkaslr KUnit "
           f"suite and matched fgk map line for line")
 
 
@@ -181,23 +193,126 @@ def test_module_shuffled_as_specified():
     assert observed == want, (observed, want)
 
 
-def test_series_applies_and_checkpatch_has_no_errors(tmp_path):
-    series = (REPO / "kernel-series" / "series").read_text().split()
-    if not series:
-        pytest.skip("kernel-series/series is empty")
+# The series of the kernel under test: kernel-series/ for 6.1,
+# kernel-series/6.12/ for KVERSION=6.12 (scripts/build-kernel's layout).
+SERIES_DIR = REPO / "kernel-series" / fgkbase.KVERSION if fgkbase.KVERSION else \
+    REPO / "kernel-series"
+SRCVER = fgkbase.KVERSION or "6.1"
+TARBALL = Path(f"/usr/src/linux-source-{SRCVER}.tar.xz")
+
+
+def series_patches():
+    names = [l.split("#")[0].strip() for l in (SERIES_DIR / "series").read_text().splitlines()]
+    names = [n for n in names if n]
+    if not names:
+        pytest.skip(f"{SERIES_DIR}/series is empty")
+    return [SERIES_DIR / n for n in names]
+
+
+def patched_tree():
     tree = (KERNEL_DIR / "build").resolve()
     if not (tree / "scripts" / "checkpatch.pl").is_file():
-        pytest.skip("no kernel tree in build/ (run make kernel)")
+        pytest.skip(f"no kernel tree behind {KERNEL_DIR}/build (run make kernel"
+                    f"{' KVERSION=' + fgkbase.KVERSION if fgkbase.KVERSION else ''})")
+    return tree
+
+
+@pytest.mark.k612
+def test_series_applies_to_pristine_source_exactly(tmp_path):
+    """Every patch applies, in order, to the files of Debian's pristine
+    linux-source tarball with neither fuzz nor offset (what git am needs)."""
+    patches = series_patches()
+    if not TARBALL.is_file():
+        pytest.skip(f"{TARBALL} missing (make deps: linux-source-{SRCVER})")
+    files = set()
+    for p in patches:
+        for m in re.finditer(r"^(?:---|\+\+\+) [ab]/(\S+)", p.read_text(), re.M):
+            files.add(m.group(1))
+    top = f"linux-source-{SRCVER}"
+    # files the series creates are not in the tarball: tar names them, rc 2
+    subprocess.run(["tar", "-C", str(tmp_path), "-xf", str(TARBALL), "--strip-components=1",
+                    *[f"{top}/{f}" for f in sorted(files)]], capture_output=True)
+    assert (tmp_path / "Makefile").is_file() or any(tmp_path.iterdir()), "nothing extracted"
+    for p in patches:
+        r = subprocess.run(["patch", "-d", str(tmp_path), "-p1", "--forward", "--batch",
+                            "--no-backup-if-mismatch", "-F0", "-i", str(p)],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, f"{p.name} does not apply:\n{r.stdout[-1500:]}"
+        assert not re.search(r"offset|fuzz", r.stdout, re.I), f"{p.name}: {r.stdout}"
+    # the result is the tree make kernel built (where the two have the file)
+    tree = (KERNEL_DIR / "build").resolve()
+    if tree.is_dir():
+        differ = [f for f in sorted(files) if (tmp_path / f).is_file() and
+                  (tree / f).is_file() and (tmp_path / f).read_bytes() != (tree / f).read_bytes()]
+        assert not differ, f"{tree} is not pristine + series in: {differ}"
+    print(f"{len(patches)} patches, {len(files)} files, no fuzz, no offset")
+
+
+@pytest.mark.k612
+def test_series_checkpatch_has_no_errors(tmp_path):
+    """scripts/checkpatch.pl --strict of the kernel the series is for finds
+    no errors; the warnings and checks are printed (each one is explained
+    in the cover letter)."""
+    patches = series_patches()
+    tree = patched_tree()
     errors = {}
-    for name in series:
+    notes = []
+    for p in patches:
         r = subprocess.run(["perl", str(tree / "scripts" / "checkpatch.pl"), "--no-tree",
-                            "--quiet", "--strict", str(REPO / "kernel-series" / name)],
+                            "--quiet", "--strict", "--terse", str(p)],
                            capture_output=True, text=True, cwd=tmp_path)
-        n = len(re.findall(r"^ERROR:", r.stdout, re.M))
-        if n:
-            errors[name] = r.stdout[:1500]
-    print(f"checkpatch --strict: {len(series)} patches, errors in {len(errors)}")
+        if re.search(r"^\S+: ERROR:", r.stdout, re.M) or r.returncode and "ERROR" in r.stdout:
+            errors[p.name] = r.stdout[:1500]
+        notes += re.findall(r"^\S+:\d+: (?:WARNING|CHECK): .*$", r.stdout, re.M)
+    print(f"checkpatch --strict: {len(patches)} patches, errors in {len(errors)}, "
+          f"{len(notes)} warnings/checks:")
+    print("\n".join(notes))
     assert not errors, errors
+
+
+@pytest.mark.k612
+def test_series_signed_off_and_numbered():
+    """Each patch: one author, a Signed-off-by from that author, subject
+    [PATCH vN k/total] numbered in series order, a commit message."""
+    patches = series_patches()
+    for k, p in enumerate(patches, 1):
+        text = p.read_text()
+        head = text.split("\n---\n", 1)[0]
+        author = re.search(r"^From: (.+)$", head, re.M)
+        assert author, f"{p.name}: no From:"
+        assert f"Signed-off-by: {author.group(1)}" in head, f"{p.name}: no sign-off by the author"
+        m = re.search(r"^Subject: \[PATCH (?:v\d+ )?(\d+)/(\d+)\]", head, re.M)
+        assert m and int(m.group(1)) == k and int(m.group(2)) == len(patches), \
+            f"{p.name}: subject numbering {m and m.groups()} (position {k}/{len(patches)})"
+        body = head.split("\n\n", 1)[1] if "\n\n" in head else ""
+        assert len(body.split("Signed-off-by")[0].strip()) > 40, f"{p.name}: no commit message"
+
+
+@pytest.mark.k612
+def test_series_documents_its_boot_parameters_and_has_kunit():
+    """Every boot parameter the series adds (__setup/early_param) is in the
+    patched tree's Documentation/admin-guide/kernel-parameters.txt; the
+    series adds Documentation/security/fgkaslr.rst and a KUnit suite, and
+    the built configuration has both the suite and fgk_test.ko."""
+    patches = series_patches()
+    tree = patched_tree()
+    text = "".join(p.read_text() for p in patches)
+    params = set(re.findall(r'^\+\s*(?:__setup|early_param)\("([^"=]+)=?"', text, re.M))
+    assert {"fgkaslr_seed", "nofgkaslr"} <= params, params
+    doc = (tree / "Documentation" / "admin-guide" / "kernel-parameters.txt").read_text()
+    for name in sorted(params):
+        assert re.search(rf"^\t{re.escape(name)}\b", doc, re.M), \
+            f"{name}= is not in Documentation/admin-guide/kernel-parameters.txt"
+    assert (tree / "Documentation" / "security" / "fgkaslr.rst").is_file()
+    assert "fgkaslr" in (tree / "Documentation" / "security" / "index.rst").read_text()
+    assert "+++ b/kernel/fgkaslr_kunit.c" in text
+    assert re.search(r'^\+\s*\.name = "fgkaslr",', text, re.M), "no KUnit suite named fgkaslr"
+    config = (KERNEL_DIR / "config").read_text()
+    for opt in ("CONFIG_FG_KASLR=y", "CONFIG_FG_KASLR_KUNIT_TEST=y",
+                "CONFIG_FG_KASLR_TEST_MODULE=m"):
+        assert opt in config.splitlines(), f"{KERNEL_DIR}/config lacks {opt}"
+    assert next((KERNEL_DIR / "modules").rglob("fgk_test.ko"), None), "fgk_test.ko not installed"
+    print(f"boot parameters documented: {sorted(params)}")
 
 
 def _fg_reserve_awk():
