@@ -6,6 +6,7 @@
 #                  qemu-profiles/kernel-name.config merged last
 #   make tools     build layout-tools/ (when it exists)
 #   make demo      boot a randomly laid out kernel and show its layout
+#   make perf-model  the fgk-perf QEMU plugin + its model test (docs/runtime-cost.md)
 #   make check-unit  C unit tests + pure-Python tests: no kernel build, seconds
 #   make check     every test (unit tier first), then the k612 ones on 6.12
 #   make check-debian  build Debian's config (KVARIANT=debian, ~35 min) and
@@ -33,11 +34,11 @@ export KVARIANT KVERSION PYTHON
 DEPS_STAMP := build/.deps
 
 .PHONY: all deps kernel tools demo check check-unit check-k612 check-debian bench clean distclean help fuzz \
-	install uninstall deb kernel-deb kernel-deb-check
+	install uninstall deb kernel-deb kernel-deb-check perf-model
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,23p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,24p' Makefile | sed 's/^# \{0,1\}//'
 
 all: kernel tools
 
@@ -60,6 +61,10 @@ tools: $(DEPS_STAMP)
 
 demo: kernel tools
 	@scripts/demo
+
+# perf-model/: the fgk-perf QEMU plugin (docs/runtime-cost.md)
+perf-model: $(DEPS_STAMP)
+	$(MAKE) -C perf-model all check
 
 # The unit tier: libfgk's Check tests and reference comparison, the libfgk
 # binding, the seed corpus against every entry point, help vs man pages,

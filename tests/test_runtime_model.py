@@ -1,0 +1,125 @@
+"""perf-model (docs/runtime-cost.md): the fgk-perf QEMU plugin's cache model
+against hand-computed cases (perf-model/test_model.c), and the plugin itself
+in a real QEMU on tiny known guests: a 64 KiB ROM of straight-line `nop`
+loops as the machine's BIOS, so every instruction is known in advance.
+
+Needs QEMU with plugin support, a C compiler and QEMU 7.2's qemu-plugin.h
+(scripts/qemu-plugin-header, run by make -C perf-model)."""
+
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+from conftest import REPO
+
+PLUGIN = REPO / "build" / "perf-model" / "fgk-perf.so"
+QEMU = "qemu-system-x86_64"
+
+
+@pytest.fixture(scope="module")
+def plugin():
+    if shutil.which(QEMU) is None:
+        pytest.skip(f"{QEMU} not installed (make deps)")
+    r = subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")], capture_output=True, text=True)
+    if r.returncode:
+        if not (REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h").is_file():
+            pytest.skip("QEMU 7.2's qemu-plugin.h could not be fetched (scripts/qemu-plugin-header): "
+                        + r.stderr.strip().splitlines()[-1])
+        pytest.fail(f"make -C perf-model failed:\n{r.stdout}{r.stderr}")
+    return PLUGIN
+
+
+def test_model_unit():
+    """The C model's LRU caches and TLBs against counts worked out by hand."""
+    r = subprocess.run(["make", "-s", "-C", str(REPO / "perf-model"), "check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "FAIL" not in r.stdout
+    assert r.stdout.count("\nok ") + r.stdout.startswith("ok ") >= 15, r.stdout
+
+
+def rom(nops, passes):
+    """A 64 KiB real-mode BIOS at 0xf0000: `mov cx, passes`, then `passes`
+    times a body of `nops` one-byte nops, `dec cx; jz out; jmp far` back;
+    out: `mov al, 0; out 0xf4, al` (isa-debug-exit).  Returns the image and
+    the number of instructions it executes."""
+    img = bytearray(b"\xf4" * 65536)                       # hlt elsewhere
+    code = bytearray(struct.pack("<BH", 0xB9, passes))     # mov cx, passes
+    body = len(code)
+    code += b"\x90" * nops                                 # nop x nops
+    code += b"\x49"                                        # dec cx
+    code += b"\x74\x05"                                    # jz +5 (over the jmp)
+    code += struct.pack("<BHH", 0xEA, body, 0xF000)        # jmp far f000:body
+    code += b"\xb0\x00\xe6\xf4"                            # mov al, 0; out 0xf4, al
+    assert len(code) < 0xfff0
+    img[:len(code)] = code
+    img[0xfff0:0xfff5] = struct.pack("<BHH", 0xEA, 0, 0xF000)   # reset: jmp far f000:0
+    # reset jmp, mov cx; per pass nops + dec + jz + jmp, but the last pass
+    # takes the jz and skips the jmp; mov al + out, and the hlt after it:
+    # the plugin counts a translated block's instructions when it is entered,
+    # and nothing ends the block at `out` (QEMU exits inside it)
+    insns = 1 + 1 + passes * (nops + 3) - 1 + 2 + 1
+    return bytes(img), insns, (body, len(code) - 4)
+
+
+def run_rom(plugin, tmp_path, nops, passes, extra=""):
+    img, insns, (lo, hi) = rom(nops, passes)
+    bios = tmp_path / "loop.rom"
+    bios.write_bytes(img)
+    out = tmp_path / "perf.txt"
+    r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-M", "pc", "-m", "16M",
+                        "-display", "none", "-nodefaults", "-bios", str(bios),
+                        "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
+                        "-plugin", f"{plugin},out={out},kernel_base=0{extra}"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, f"QEMU exit {r.returncode} (isa-debug-exit gives 1): {r.stderr}"
+    phases = {}
+    for line in out.read_text().splitlines():
+        if line.startswith("phase="):
+            kv = dict(x.split("=", 1) for x in line.split())
+            name = kv.pop("phase")
+            phases[name] = {k: int(v) for k, v in kv.items()}
+    # every instruction is >= kernel_base=0: all of it is the "boot" phase
+    assert phases["pre"]["insns"] == 0 and phases["run"]["insns"] == 0, phases
+    lines = (0xF0000 + hi) // 64 - (0xF0000 + lo) // 64 + 1   # lines the loop body spans
+    return phases["boot"], insns, lines
+
+
+def test_plugin_counts_known_loop(plugin, tmp_path):
+    """The instruction count equals the loop's; a 40 KiB body (more than the
+    32 KiB L1i) misses in L1i on every line of every pass while L2 keeps it;
+    an 8 KiB body misses only the first time."""
+    big, big_insns, big_lines = run_rom(plugin, tmp_path, 40960, 12)
+    assert big["insns"] == big_insns
+    assert big["all_insns"] == big_insns
+    assert big["l1i_miss"] >= 12 * big_lines, (big, big_lines)
+    assert big["l1i_miss"] <= 12 * (big_lines + 2) + 2, (big, big_lines)
+    assert big["l2_miss"] <= big_lines + 4, big           # cold misses only
+
+    small, small_insns, small_lines = run_rom(plugin, tmp_path, 8192, 12)
+    assert small["insns"] == small_insns
+    assert small["l1i_miss"] <= small_lines + 4, (small, small_lines)
+    assert small["l1i_miss"] >= small_lines
+
+    # more passes over the small body: no more misses; over the big one: more
+    small2, _, _ = run_rom(plugin, tmp_path, 8192, 24)
+    assert small2["l1i_miss"] == small["l1i_miss"]
+    big2, _, _ = run_rom(plugin, tmp_path, 40960, 24)
+    assert big2["l1i_miss"] - big["l1i_miss"] >= 12 * big_lines
+
+    # cycles follow the stated penalties (defaults base=1 l2_hit=12 l2_miss=40
+    # stlb_hit=9 walk=30): doubling l2_hit adds 12 cycles per L1i miss
+    big3, _, _ = run_rom(plugin, tmp_path, 40960, 12, ",l2_hit=24")
+    assert big3["l1i_miss"] == big["l1i_miss"]
+    assert big3["cycles"] - big["cycles"] == 12 * big["l1i_miss"]
+
+
+def test_plugin_bad_argument(plugin, tmp_path):
+    """A bad plugin argument is refused with a one-line reason; QEMU stops."""
+    r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-display", "none", "-nodefaults",
+                        "-plugin", f"{plugin},text_page=3M"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0
+    assert "text_page=3M: 2M or 4K" in r.stderr
