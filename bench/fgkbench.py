@@ -31,7 +31,9 @@ SHT_PROGBITS, SHT_RELA, SHF_EXECINSTR = 1, 4, 0x4   # <elf.h>
 def variants():
     want = os.environ.get("KVARIANT", "").strip()
     out = []
-    for label, d in (("default", BUILD / "kernel"), ("debian", BUILD / "kernel-debian")):
+    kv = os.environ.get("KVERSION", "").strip()   # 6.12: build/kernel-6.12[-debian]
+    kv = "" if kv in ("", "6.1") else "-" + kv
+    for label, d in (("default", BUILD / f"kernel{kv}"), ("debian", BUILD / f"kernel{kv}-debian")):
         if want and label != want:
             continue
         if (d / "vmlinux").is_file() and (d / "bzImage").is_file():

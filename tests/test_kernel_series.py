@@ -97,6 +97,7 @@ def test_same_seed_same_layout_other_seed_other_order():
     assert names(a) == names(c)
 
 
+@pytest.mark.k612
 def test_nofgkaslr_is_link_order():
     require_fgkaslr_vmlinux()
     res = boot(KALLSYMS, profile="replay", seed="42" * 32,
@@ -133,6 +134,7 @@ cmp -s /tmp/un.sorted /tmp/rn && echo same-names=yes || echo same-names=no
 """
 
 
+@pytest.mark.k612
 def test_privacy_of_seed_and_layout():
     require_fgkaslr_vmlinux()
     seed = "5e" * 32
@@ -170,6 +172,7 @@ echo "seed=$(cat /proc/fgkaslr_seed)"
 """
 
 
+@pytest.mark.k612
 def test_module_shuffled_as_specified():
     require_fgkaslr_vmlinux()
     ko = next((KERNEL_DIR / "modules").rglob("fgk_test.ko"), None)

@@ -41,8 +41,11 @@ J=${JOBS:-2}
 mk() { make -C "$tree" O="$obj" -j"$J" -s "$@"; }
 fail=0
 n=0
+from=${FROM:-1}     # FROM=k: start at the k-th commit (the build directory
+                   # must hold the configuration of commit k-1 or earlier)
 for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
     n=$((n + 1))
+    [ "$n" -ge "$from" ] || continue
     subj=$(git -C "$tree" log -1 --format=%s "$c")
     git -C "$tree" checkout -q "$c" || die "checkout $c failed"
     files=$(git -C "$tree" show --name-only --format= "$c")
@@ -57,16 +60,19 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
             *.h)
                 # the kernel .c files (not the decompressor's) that include it
                 h=${f#include/}; h=${h#arch/x86/include/}
-                for u in $(git -C "$tree" grep -l "#include [<\"]$h[>\"]" -- '*.c' |
-                           grep -v '^arch/x86/boot/\|^drivers/firmware/efi/libstub/\|^tools/\|^scripts/' | head -n 20); do
+                for u in $(git -C "$tree" grep -l -e "#include [<\"]$h[>\"]" \
+                               -e "#include \"$(basename "$f")\"" -- "$(dirname "$f")/*.c" '*.c' |
+                           grep -v '^arch/x86/boot/\|^arch/x86/tools/\|^drivers/firmware/efi/libstub/\|^tools/\|^scripts/' | head -n 20); do
                     targets+=("${u%.c}.o")
                 done ;;
         esac
     done
     # the decompressor and the EFI stub: all of their objects
+    # (the 64-bit ones; misc.o is built first, see mk_compressed)
     if echo "$files" | grep -q '^arch/x86/boot/compressed/\|^arch/x86/include/asm/boot.h\|^include/linux/fgkaslr.h\|^drivers/firmware/efi/libstub/'; then
-        for s in $(cd "$tree" && ls arch/x86/boot/compressed/*.c arch/x86/boot/compressed/*.S); do
-            targets+=("${s%.?}.o")
+        for s in misc kaslr cmdline error head_64 string fgkaslr; do
+            [ -f "$tree/arch/x86/boot/compressed/$s.c" ] || [ -f "$tree/arch/x86/boot/compressed/$s.S" ] &&
+                targets+=("arch/x86/boot/compressed/$s.o")
         done
     fi
     if echo "$files" | grep -q '^drivers/firmware/efi/libstub/\|^arch/x86/include/asm/boot.h'; then
@@ -78,10 +84,25 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
         echo "== $n $c $subj"
         echo "files: $files"
         echo "targets: ${targets[*]}"
-        cp "$cfg" "$obj/.config" &&
-        mk olddefconfig &&
+        # Kconfig runs dozens of compiler probes: configure again only when
+        # the commit changes a Kconfig file (else the result is the same)
+        if [ "$n" -eq "$from" ] || echo "$files" | grep -q 'Kconfig'; then
+            cp "$cfg" "$obj/.config" && mk olddefconfig &&
+            if [ -f "$tree/kernel/fgkaslr.c" ] && ! grep -q '^CONFIG_FG_KASLR=y' "$obj/.config"; then
+                # before patches 9 and 10, FG_KASLR excludes DYNAMIC_FTRACE
+                # and X86_KERNEL_IBT: build those prefixes without them
+                echo "FG_KASLR not selectable: without X86_KERNEL_IBT and DYNAMIC_FTRACE"
+                "$tree/scripts/config" --file "$obj/.config" -d X86_KERNEL_IBT \
+                    -d DYNAMIC_FTRACE -e FG_KASLR -e FG_KASLR_KUNIT_TEST \
+                    -m FG_KASLR_TEST_MODULE && mk olddefconfig
+            fi
+        fi &&
+        grep '^CONFIG_FG_KASLR' "$obj/.config" &&
         mk prepare &&
         { [ -f "$obj/vmlinux" ] || cp "$vml" "$obj/vmlinux"; } &&
+        # misc.o needs ../voffset.h, which other decompressor objects include too
+        { ! printf '%s\n' "${targets[@]}" | grep -q '^arch/x86/boot/compressed/' ||
+          mk arch/x86/boot/compressed/misc.o; } &&
         { [ ${#targets[@]} -eq 0 ] || mk "${targets[@]}"; }
     } > "$log" 2>&1
     rc=$?
