@@ -12,13 +12,25 @@ guest's wall clock per phase comes from the same runs (TCG time, not a
 hardware estimate).
 
   bench/runtime-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
+  bench/runtime-cost.py --wall ROUNDS [--kernel DIR]
+
+--wall: where the wall-clock gap between FG-KASLR and nofgkaslr boots of the
+same image goes, without the plugin: ROUNDS interleaved pairs (order
+alternating) of boot + a trivial script, the host's time at which each phase's
+console line arrives (earlyprintk=ttyS0 on both: the kernel's boot console
+replays its log from setup_arch() on): firmware (QEMU start to SeaBIOS's
+"Booting from ROM"), decompressor (to "Linux version": the setup code, the
+decompressor and start_kernel() up to parse_early_param()), kernel boot (to
+"Run /init"), init and script (to its last line);
+the decompressor's own FG-KASLR phase_cycles (/proc/fgkaslr_stats), and
+QEMU's translation statistics (`info jit` over QMP) at the script's end.
 
 SEEDS defaults to 5.  Default kernel build/kernel (6.1), no-FG build
 build/kernel-nofg when present; for 6.12: --kernel build/kernel-6.12
 --nofg build/kernel-6.12-nofg.
 """
 import argparse
-import os
+import json
 import random
 import re
 import statistics
@@ -85,6 +97,83 @@ def one(kernel, append, text_page, script=WORKLOAD):
         return ph
 
 
+JIT_SCRIPT = ("cat /proc/fgkaslr_stats 2>/dev/null; echo fgk-end-of-script > /dev/console; "
+              "sleep 4")
+WALL_MARKS = (("firmware", r"Booting from ROM"), ("decompressor", r"Linux version"),
+              ("kernel boot", r"Run /init as init process"), ("init+script", r"fgk-end-of-script"))
+JIT_FIELDS = (("TB count", r"TB count\s+(\d+)"), ("cross-page TBs", r"cross page TB count\s+(\d+)"),
+              ("direct-jump TBs", r"direct jump count\s+(\d+)"),
+              ("2-jump TBs", r"\(2 jumps=(\d+)"), ("host code bytes", r"gen code size\s+(\d+)"),
+              ("TB flushes", r"TB flush count\s+(\d+)"), ("TB invalidates", r"TB invalidate count\s+(\d+)"))
+
+
+def one_wall(kernel, append):
+    g = fgkrun.Guest("boot", JIT_SCRIPT, kernel=Path(kernel) / "bzImage", kaslr=True, timeout=600,
+                     append=" ".join(x for x in ("kunit.enable=0 earlyprintk=ttyS0", append) if x))
+    t0 = time.monotonic()
+    g.start()
+    t = {}
+    try:
+        for name, rx in WALL_MARKS:
+            if not g.wait_for_console(rx, timeout=600):
+                raise SystemExit(f"runtime-cost: {kernel} {append}: no '{rx}' on the console")
+            t[name] = time.monotonic() - t0
+        jit = fgkrun.qmp_command(g.diag_path, "human-monitor-command", timeout=30,
+                                 **{"command-line": "info jit"})
+        res = g.wait()
+    finally:
+        g.kill()
+    phases, prev = {}, 0.0
+    for name, _ in WALL_MARKS:
+        phases[name] = t[name] - prev
+        prev = t[name]
+    phases["total"] = prev
+    stats = {}
+    for name, rx in JIT_FIELDS:
+        mm = re.search(rx, jit)
+        stats[name] = int(mm.group(1)) if mm else None
+    ph = re.search(r"^phase_cycles: (.*)$", res.output, re.M)
+    cyc = re.search(r"^cycles: (\d+)$", res.output, re.M)
+    dec = {n: int(v) for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if ph else {}
+    if cyc:
+        dec["total"] = int(cyc.group(1))
+    return {"wall": phases, "jit": stats, "decomp_cycles": dec}
+
+
+def wall_main(kernel, rounds):
+    runs = {"nofgkaslr": [], "fg": []}
+    for r in range(rounds):
+        seed = f"{random.getrandbits(64):016x}"
+        order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+        for label, app in (order if r % 2 == 0 else order[::-1]):
+            x = one_wall(kernel, app)
+            runs[label].append(x)
+            w = x["wall"]
+            print(f"  {label:10} " + "  ".join(f"{k} {v:6.2f}s" for k, v in w.items())
+                  + "  jit: " + ", ".join(f"{k} {v}" for k, v in x["jit"].items()), flush=True)
+    print("wall-clock by phase (median over rounds; Δ = FG - nofgkaslr, and its share of the total Δ):")
+    tot_b = statistics.median(x["wall"]["total"] for x in runs["nofgkaslr"])
+    tot_f = statistics.median(x["wall"]["total"] for x in runs["fg"])
+    dt = tot_f - tot_b
+    for name in [n for n, _ in WALL_MARKS] + ["total"]:
+        b = statistics.median(x["wall"][name] for x in runs["nofgkaslr"])
+        f = statistics.median(x["wall"][name] for x in runs["fg"])
+        share = f"{100 * (f - b) / dt:5.0f}% of Δ" if dt and name != "total" else ""
+        print(f"  {name:13} FG {f:7.2f} s  nofgkaslr {b:7.2f} s  Δ {f - b:+6.2f} s "
+              f"({100 * (f - b) / b:+5.1f}%) {share}")
+    print("  (the per-phase medians need not add up to the median total)")
+    for k, _ in JIT_FIELDS:
+        vb = [x["jit"][k] for x in runs["nofgkaslr"] if x["jit"][k] is not None]
+        vf = [x["jit"][k] for x in runs["fg"] if x["jit"][k] is not None]
+        if vb and vf:
+            print(f"  info jit {k:16} FG {statistics.median(vf):>10,.0f}  nofgkaslr {statistics.median(vb):>10,.0f}")
+    dec = [x["decomp_cycles"] for x in runs["fg"] if x["decomp_cycles"]]
+    if dec:
+        print("  decompressor FG-KASLR phase_cycles (median): " + ", ".join(
+            f"{k}={statistics.median(d.get(k, 0) for d in dec):,.0f}" for k in dec[0]))
+    return runs
+
+
 def per_ki(n, insns):
     return 1000.0 * n / insns if insns else float("nan")
 
@@ -103,7 +192,15 @@ def main():
     ap.add_argument("--kernel", default=str(REPO / "build" / "kernel"))
     ap.add_argument("--nofg", default=None)
     ap.add_argument("--text-page", default="2M", choices=("2M", "4K"))
+    ap.add_argument("--json", help="also write every run's counters here")
+    ap.add_argument("--wall", type=int, metavar="ROUNDS",
+                    help="wall-clock phases of FG vs nofgkaslr, no plugin (see above)")
     a = ap.parse_args()
+    if a.wall:
+        runs = wall_main(Path(a.kernel), a.wall)
+        if a.json:
+            Path(a.json).write_text(json.dumps(runs, indent=1))
+        return 0
     if not (REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h").is_file() or not PLUGIN.is_file():
         r = subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")])
         if r.returncode:
@@ -130,7 +227,10 @@ def main():
             if k is None:
                 continue
             ph = one(k, app, a.text_page)
+            ph["seed"] = s if label == "fg" else None
             runs[label].append(ph)
+            if a.json:
+                Path(a.json).write_text(json.dumps(runs, indent=1))
             print(row(f"{label} {s[:6]}" if label == "fg" else label, ph), flush=True)
 
     def med(lst, phase, f):
@@ -142,6 +242,10 @@ def main():
     print("so cost = estimated cycles per kernel instruction (CPI) against nofgkaslr's,")
     print("i.e. FG's cycles for nofgkaslr's instruction count:")
     last = None
+    for label in ("nofgkaslr", "fg", "no-FG build"):
+        if runs[label]:
+            pre = statistics.median(p["pre"]["all_insns"] for p in runs[label])
+            print(f"  pre-kernel (firmware + decompressor) guest instructions, {label}: {pre:,.0f}")
     for phase in ("boot", "run"):
         def m(lst, f):
             return statistics.median(f(p[phase]) for p in lst)
