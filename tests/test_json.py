@@ -9,6 +9,7 @@ with Python's json module and with jq.  Unit tier: needs a C compiler and jq.
 import json
 import os
 import shutil
+import re
 import subprocess
 from pathlib import Path
 
@@ -363,3 +364,77 @@ def test_hostile_section_name_stays_valid_json(vm, tmp_path):
     names = [s["name"] for s in values(out)[0]["sections"]]
     assert new[:-1].decode("utf-8", "replace") in names
     assert jq(".sections | length", out.decode()) == f"{len(names)}\n"
+
+
+@pytest.mark.k612
+def test_symbolize_json_is_addr2line():
+    """fgk symbolize --json on the built kernel: a symbolic frame, a "[<ADDR>]
+    ? func" frame, a raw address in the unshuffled entry code (decoded through
+    "Kernel Offset: disabled") and a module frame: the frame fields are what
+    the trace printed and nm gives, the locations addr2line -i's (-j for the
+    module), the text annotation the same chains; jq reads the schema."""
+    from conftest import KERNEL_DIR
+    from test_modules import addr2line_one, elf_sections, module_ko, same_chain
+    ko = module_ko()
+    vmlinux = KERNEL_DIR / "vmlinux"
+    nm = {}
+    for line in subprocess.run(["nm", "-S", str(vmlinux)], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if len(f) == 4 and f[2] in "tT":
+            nm.setdefault(f[3], []).append((int(f[0], 16), int(f[1], 16)))
+        elif len(f) == 3 and f[1] in "tT":
+            nm.setdefault(f[2], []).append((int(f[0], 16), 0))
+    (vr, vr_size), = nm["vfs_read"]
+    (entry, _), = nm["entry_SYSCALL_64_after_hwframe"]
+    _, funcs, _ = elf_sections(ko)
+    (_, sec, value, fsize), = [f for f in funcs if f[0] == "fgk_test_fire"]
+    trace = (f"[    1.000000]  [<{vr + 0x10:016x}>] ? vfs_read+0x10/0x{vr_size:x}\n"
+             f"[    1.000000] RIP: 0010:vfs_read+0x5/0x{vr_size:x}\n"
+             f"[    1.000000] RAX: {entry + 0x1c:016x}\n"
+             f"[    1.000000]  fgk_test_fire+0x8/0x{fsize:x} [fgk_test]\n"
+             "[    1.000000] Kernel Offset: disabled\n")
+    args = ["symbolize", vmlinux, "--modules", ko.parent]
+    out = fgk(*args, "--json", input=trace).stdout
+    j = parse_one(out)
+    assert values(fgk(*args, "--pretty", input=trace).stdout.encode()) == [j]
+    assert (j["base_offset"], j["seeded"]) == ("0x0", False)
+    assert j["base_offset_source"] == '"Kernel Offset: disabled"'
+    fr = j["frames"]
+    assert [(f["line"], f["source"], f["function"], f["offset"], f["module"]) for f in fr] == [
+        (1, "symbol", "vfs_read", "0x10", None),
+        (2, "symbol", "vfs_read", "0x5", None),
+        (3, "address", "entry_SYSCALL_64_after_hwframe", "0x1c", None),
+        (4, "symbol", "fgk_test_fire", "0x8", "fgk_test")]
+    assert [f["reliable"] for f in fr] == [False, True, True, True]
+    assert [f["address"] for f in fr] == [f"0x{vr + 0x10:016x}", None,
+                                          f"0x{entry + 0x1c:016x}", None]
+    assert [f["link"] for f in fr] == [f"0x{vr + 0x10:016x}", f"0x{vr + 5:016x}",
+                                       f"0x{entry + 0x1c:016x}", hex(value + 8)]
+    assert fr[3]["section"] == sec and fr[0]["size"] == hex(vr_size)
+    text_lines = trace.splitlines()
+    assert all(text_lines[f["line"] - 1][f["column"]:].startswith(f["text"]) for f in fr)
+    for f in fr:
+        if f["module"]:
+            truth = addr2line_one(ko, sec, value + 8)
+        else:
+            r = subprocess.run(["addr2line", "-i", "-e", str(vmlinux), f["link"]],
+                               capture_output=True, text=True, check=True)
+            truth = [tuple(re.sub(r" \(discriminator \d+\)", "", l).rsplit(":", 1))
+                     for l in r.stdout.splitlines()]
+        ours = [(loc["file"], str(loc["line"])) for loc in f["locations"]]
+        assert same_chain(ours, truth), (f, truth)
+        assert [loc["inlined"] for loc in f["locations"]] == \
+            [True] * (len(ours) - 1) + [False]
+    # the text output annotates the same chains
+    text = fgk(*args, input=trace).stdout
+    for f in fr:
+        chain = " ".join(f"{loc['file']}:{loc['line']}" for loc in f["locations"])
+        assert f"({chain})" in text, (chain, text)
+    from oracle import readelf_build_id
+    assert jq('.frames[] | select(.module == "fgk_test") | .build_id', out, "-r") == \
+        readelf_build_id(ko) + "\n"
+    assert jq('[.frames[] | select(.reliable | not)] | length', out) == "1\n"
+    # an error leaves no JSON behind
+    r = fgk(*args, "--json", input=f" vfs_read+0x5/0x{vr_size - 1:x}\n", status=1)
+    assert r.stdout == "" and len(r.stderr.splitlines()) == 1

@@ -12,6 +12,7 @@ addresses), then crashes through sysrq.  On the host:
     line to the right function+offset;
   * bad input: garbage text and a seed for another layout give clear errors.
 """
+import json
 import re
 import subprocess
 
@@ -117,3 +118,62 @@ def test_garbage_input():
     assert "no kernel frames or addresses" in r.stderr
     r = symbolize("--seed", "xyz", input="x\n")
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1
+
+
+def unshuffled_text(vmlinux):
+    """(start, end) of vmlinux's executable sections outside .text.*."""
+    out = subprocess.run(["readelf", "-SW", str(vmlinux)], capture_output=True,
+                         text=True, check=True).stdout
+    spans = []
+    for m in re.finditer(r"\]\s+(\S+)\s+PROGBITS\s+([0-9a-f]{16})\s+[0-9a-f]+\s+([0-9a-f]+)"
+                         r"\s+\S+\s+(\S*X\S*)", out):
+        if not m.group(1).startswith(".text."):
+            a = int(m.group(2), 16)
+            spans.append((a, a + int(m.group(3), 16)))
+    return spans
+
+
+@pytest.mark.k612
+def test_padding_is_no_function():
+    """6.2+ (CONFIG_CALL_PADDING): the 16 bytes before each function are a
+    __pfx_FUNC symbol of their own, which kallsyms names.  fgk never gives
+    __pfx_ as a frame's function: a raw address in the padding is said to
+    be before FUNC (nm's distance), one in FUNC decodes to FUNC+off and
+    addr2line's line, a printed "__pfx_FUNC+0x5/0x10" gets no line, and no
+    --json frame has a __pfx_ function."""
+    require_fgkaslr_vmlinux()
+    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+                        check=True).stdout
+    addrs = {}
+    for m in re.finditer(r"^([0-9a-f]{16}) [tT] (\S+)$", nm, re.M):
+        addrs.setdefault(m.group(2), []).append(int(m.group(1), 16))
+    spans = unshuffled_text(VMLINUX)
+    funcs = [n[6:] for n, a in addrs.items() if n.startswith("__pfx_") and len(a) == 1
+             and len(addrs.get(n[6:], [])) == 1 and addrs[n[6:]][0] == a[0] + 16
+             and any(s <= a[0] < e for s, e in spans)]
+    if not funcs:
+        pytest.skip(f"{VMLINUX}: no __pfx_ symbols in unshuffled text (no CONFIG_CALL_PADDING "
+                    "before Linux 6.2)")
+    funcs = funcs[::max(1, len(funcs) // 12)][:12]
+    text = "".join(f"RAX: {addrs[f][0] - 11:016x}\nRBX: {addrs[f][0] + 1:016x}\n"
+                   f" __pfx_{f}+0x5/0x10\n" for f in funcs) + "Kernel Offset: disabled\n"
+    r = symbolize(input=text)
+    assert r.returncode == 0, r.stderr
+    assert not re.search(r"= __pfx_", r.stdout), r.stdout
+    for f in funcs:
+        a = addrs[f][0]
+        assert f"    {a - 11:016x} = 0xb bytes before {f} (its padding)\n" in r.stdout, f
+        m = re.search(r"^    %016x = (\S+)\+0x1/0x[0-9a-f]+ \((\S+):(\d+)" % (a + 1),
+                      r.stdout, re.M)
+        assert m and m.group(1) == f, (f, r.stdout)
+        a2l = subprocess.run(["addr2line", "-e", str(VMLINUX), hex(a + 1)],
+                             capture_output=True, text=True, check=True).stdout
+        a2l = re.sub(r" \(discriminator \d+\)", "", a2l.strip())
+        assert a2l.endswith(f"{m.group(2)}:{m.group(3)}"), (f, a2l, m.group(0))
+        assert f"\n __pfx_{f}+0x5/0x10\n" in r.stdout, f
+    j = symbolize("--json", input=text)
+    assert j.returncode == 0, j.stderr
+    frames = json.loads(j.stdout)["frames"]
+    assert len(frames) == 2 * len(funcs)
+    assert not [x for x in frames if (x["function"] or "").startswith("__pfx_")]
+    assert [x["function"] for x in frames if x["text"].startswith("__pfx_")] == [None] * len(funcs)

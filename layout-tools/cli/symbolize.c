@@ -12,7 +12,7 @@
 static const char help[] =
 "usage: fgk symbolize [VMLINUX] [--seed SEED | --seed-file RECORD | --kallsyms FILE]\n"
 "                     [--build-id HEX] [--offset BASE] [--modules DIR]...\n"
-"                     [--module-sections CAPTURE]... [FILE]\n"
+"                     [--module-sections CAPTURE]... [--json | --pretty] [FILE]\n"
 "\n"
 "Decode a kernel oops, WARN or stack dump (FILE, or standard input) the way\n"
 "scripts/decode_stacktrace.sh does, for a kernel whose functions were\n"
@@ -79,6 +79,15 @@ static const char help[] =
 "adds 0xOFF to nm's value of FUNC, which in such a module is relative to\n"
 "FUNC's section (0 for every function): it asks addr2line for the wrong\n"
 "place and prints wrong lines for exactly the modules FG-KASLR shuffles.\n"
+"\n"
+"Modules printed with their build-id (\"[mod BUILDID]\", CONFIG_STACKTRACE_BUILD_ID)\n"
+"whose MOD.ko is not under --modules are fetched by build-id through\n"
+"debuginfod when $DEBUGINFOD_URLS is set (a failed fetch is an error).\n"
+"\n"
+"--json, --pretty  instead of the annotated text, one JSON object: the base\n"
+"                  offset and every frame (line, text, address, function,\n"
+"                  offset, size, module, build-id, file:line inline chain);\n"
+"                  schema in fgk-symbolize(1).\n"
 "\n"
 "Exit status: 0 when at least one frame or address was decoded, 1 when the\n"
 "input held nothing to decode (or on errors), 2 on usage errors.\n";
@@ -189,6 +198,63 @@ static void decode_code(FILE *out, const unsigned char *buf, size_t n,
 
 #define MAX_MODARGS 64
 
+static const char *const source_names[] = {
+	[FGK_SYMFRAME_SYMBOL] = "symbol",
+	[FGK_SYMFRAME_ADDRESS] = "address",
+	[FGK_SYMFRAME_CAPTURE] = "module-sections",
+};
+
+/* One frame of input line lineno (docs/fgk-symbolize.1.md, JSON OUTPUT). */
+static void frame_json(struct json *j, size_t lineno, const char *line,
+		       const struct fgk_symframe *f)
+{
+	json_start_object(j);
+	json_u64_field(j, "line", lineno);
+	json_u64_field(j, "column", f->column);
+	json_name(j, "text");
+	json_string_len(j, line + f->column, f->length);
+	json_string_field(j, "source", source_names[f->source]);
+	json_bool_field(j, "reliable", f->reliable);
+	if (f->has_address)
+		json_addr_field(j, "address", f->address);
+	else
+		json_null_field(j, "address");
+	if (f->has_link && f->module)
+		json_hex_field(j, "link", f->link);
+	else if (f->has_link)
+		json_addr_field(j, "link", f->link);
+	else
+		json_null_field(j, "link");
+	json_string_field(j, "function", f->symbol);
+	if (f->symbol) {
+		json_hex_field(j, "offset", f->offset);
+		json_hex_field(j, "size", f->size);
+	} else {
+		json_null_field(j, "offset");
+		json_null_field(j, "size");
+	}
+	json_string_field(j, "module", f->module);
+	json_string_field(j, "section", f->section);
+	json_string_field(j, "build_id", f->build_id);
+	json_name(j, "locations");
+	json_start_array(j);
+	for (size_t i = 0; i < f->nsrc; i++) {
+		const struct fgk_srcframe *s = &f->src[i];
+
+		json_start_object(j);
+		/* dwarf.c's "??": no DWARF name (assembler code) */
+		json_string_field(j, "function", s->function &&
+				  strcmp(s->function, "??") ? s->function : NULL);
+		json_string_field(j, "file", s->file);
+		json_u64_field(j, "line", (uint64_t)(s->line > 0 ? s->line : 0));
+		json_u64_field(j, "column", (uint64_t)(s->column > 0 ? s->column : 0));
+		json_bool_field(j, "inlined", s->inlined);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
 static int run(int argc, char **argv)
 {
 	const char *moddirs[MAX_MODARGS], *modsecs[MAX_MODARGS];
@@ -198,6 +264,7 @@ static int run(int argc, char **argv)
 		{ "offset", required_argument, NULL, OPT_OFFSET },
 		{ "modules", required_argument, NULL, OPT_MODULES },
 		{ "module-sections", required_argument, NULL, OPT_MODSECS },
+		CLI_JSON_OPTIONS,
 		{ 0 },
 	};
 	struct cli_target t = { 0 };
@@ -212,9 +279,12 @@ static int run(int argc, char **argv)
 	size_t len;
 	uint64_t off;
 	int opt, rc = 1;
+	enum cli_output fmt = CLI_TEXT;
+	struct json j;
+	size_t lineno = 0;
 
 	while ((opt = cli_getopt(&cmd_symbolize, argc, argv, "h", opts)) != -1) {
-		if (cli_target_option(&t, opt, optarg))
+		if (cli_target_option(&t, opt, optarg) || cli_json_option(&fmt, opt))
 			continue;
 		if (opt == 'h')
 			return cli_help(&cmd_symbolize);
@@ -293,6 +363,7 @@ static int run(int argc, char **argv)
 		rc = cli_fail(err);
 		goto out;
 	}
+	fgk_symbolizer_fetch_modules(sym, fgk_debuginfod_enabled());
 	if (t.have_offset)
 		fgk_symbolizer_set_offset(sym, t.offset,
 					  t.offset_from ? t.offset_from : "--offset");
@@ -322,6 +393,14 @@ static int run(int argc, char **argv)
 		rc = cli_errorf("out of memory");
 		goto out;
 	}
+	if (fmt != CLI_TEXT) {
+		json_init(&j, outf, fmt == CLI_JSON_PRETTY);
+		json_start_object(&j);
+		json_string_field(&j, "vmlinux", t.vmlinux);
+		json_bool_field(&j, "seeded", l != NULL);
+		json_name(&j, "frames");
+		json_start_array(&j);
+	}
 	for (line = text; *line; line = next) {
 		char *nl = strchr(line, '\n'), *outl;
 
@@ -333,6 +412,16 @@ static int run(int argc, char **argv)
 			rc = cli_fail(err);
 			goto out;
 		}
+		lineno++;
+		if (fmt != CLI_TEXT) {
+			const struct fgk_symframe *fr;
+			size_t nfr = fgk_symbolizer_frames(sym, &fr);
+
+			for (size_t i = 0; i < nfr; i++)
+				frame_json(&j, lineno, line, &fr[i]);
+			free(outl);
+			continue;
+		}
 		fputs(outl, outf);
 		free(outl);
 		{
@@ -343,6 +432,19 @@ static int run(int argc, char **argv)
 			if (n && strncmp(next, "All code\n", 9))
 				decode_code(outf, code, n, trap);
 		}
+	}
+	if (fmt != CLI_TEXT) {
+		bool have = fgk_symbolizer_get_offset(sym, &off, &src);
+
+		json_end_array(&j);
+		json_name(&j, "base_offset");
+		if (have)
+			json_hex(&j, off);
+		else
+			json_null(&j);
+		json_string_field(&j, "base_offset_source", have ? src : NULL);
+		json_u64_field(&j, "decoded", fgk_symbolizer_decoded(sym));
+		json_end_object(&j);
 	}
 	if (fclose(outf)) {
 		outf = NULL;

@@ -48,7 +48,63 @@ struct fgk_symbolizer {
 	struct msec *msecs;
 	size_t nmsecs;
 	char *last_extra;		/* the explanation lines of the last line */
+	struct fgk_symframe *frames;	/* decoded on the last line */
+	size_t nframes, capframes;
+	bool pending;			/* "[<ADDR>] func+..": ADDR for the frame */
+	uint64_t pending_addr;
+	bool fetch;			/* modules by build-id via debuginfod */
 };
+
+static void frames_clear(struct fgk_symbolizer *s)
+{
+	for (size_t i = 0; i < s->nframes; i++) {
+		struct fgk_symframe *f = &s->frames[i];
+
+		free(f->symbol);
+		free(f->module);
+		free(f->section);
+		free(f->build_id);
+		fgk_srcframes_free(f->src, f->nsrc);
+	}
+	s->nframes = 0;
+}
+
+/* A new, zeroed frame of the current line (NULL: out of memory). */
+static struct fgk_symframe *frame_add(struct fgk_symbolizer *s, const char *line,
+				      const char *p, size_t len, int source)
+{
+	struct fgk_symframe *f;
+
+	if (s->nframes == s->capframes) {
+		size_t cap = s->capframes ? s->capframes * 2 : 8;
+
+		f = realloc(s->frames, cap * sizeof(*f));
+		if (!f)
+			return NULL;
+		s->frames = f;
+		s->capframes = cap;
+	}
+	f = &s->frames[s->nframes++];
+	memset(f, 0, sizeof(*f));
+	f->column = (size_t)(p - line);
+	f->length = len;
+	f->source = source;
+	/* " ? func+.." / "[<..>] ? func+..": a stale word of the stack */
+	f->reliable = !(p - line >= 2 && p[-1] == ' ' && p[-2] == '?');
+	return f;
+}
+
+size_t fgk_symbolizer_frames(const struct fgk_symbolizer *s,
+			     const struct fgk_symframe **frames)
+{
+	*frames = s->frames;
+	return s->nframes;
+}
+
+void fgk_symbolizer_fetch_modules(struct fgk_symbolizer *s, bool on)
+{
+	s->fetch = on;
+}
 
 struct fgk_error *fgk_symbolizer_new(struct fgk_vmlinux *vm,
 				     const struct fgk_layout *l,
@@ -86,6 +142,8 @@ void fgk_symbolizer_free(struct fgk_symbolizer *s)
 	free(s->mods);
 	free(s->msecs);
 	free(s->last_extra);
+	frames_clear(s);
+	free(s->frames);
 	free(s);
 }
 
@@ -115,21 +173,23 @@ struct fgk_error *fgk_symbolizer_add_module_dir(struct fgk_symbolizer *s,
  * .ko of that name is there; a .ko of another build is an error.
  */
 static struct fgk_error *get_module(struct fgk_symbolizer *s, const char *name,
-				    size_t len, struct fgk_module **ret)
+				    size_t len, const char *bid, size_t blen,
+				    struct fgk_module **ret)
 {
 	struct smod *v;
 	char *path = NULL;
-	struct fgk_error *err;
+	struct fgk_error *err = NULL;
 	struct fgk_module *m = NULL;
+	bool fetch = s->fetch && blen >= 2 && blen <= 128;
 
 	*ret = NULL;
 	for (size_t i = 0; i < s->nmods; i++)
 		if (fgk_module_name_eq(s->mods[i].name, strlen(s->mods[i].name),
-				       name, len)) {
+				       name, len) && (s->mods[i].m || !fetch)) {
 			*ret = s->mods[i].m;
 			return NULL;
 		}
-	if (!s->nmod_dirs)
+	if (!s->nmod_dirs && !fetch)
 		return NULL;
 	v = realloc(s->mods, (s->nmods + 1) * sizeof(*v));
 	if (!v)
@@ -138,17 +198,36 @@ static struct fgk_error *get_module(struct fgk_symbolizer *s, const char *name,
 	if (!(v[s->nmods].name = strndup(name, len)))
 		return &fgk_enomem;
 	v[s->nmods].m = NULL;
-	err = fgk_module_find((const char *const *)s->mod_dirs, v[s->nmods].name,
-			      &path);
+	if (s->nmod_dirs)
+		err = fgk_module_find((const char *const *)s->mod_dirs,
+				      v[s->nmods].name, &path);
 	s->nmods++;
-	if (err) {
-		bool missing = err->code == FGK_ERR_LOOKUP;
+	if (err || !s->nmod_dirs) {
+		bool missing = !err || err->code == FGK_ERR_LOOKUP;
 
 		fgk_error_free(err);
-		return missing ? NULL : err;
+		if (!missing)
+			return err;
+		if (!fetch)
+			return NULL;
+		/*
+		 * "[mod BUILDID]" (CONFIG_STACKTRACE_BUILD_ID) and no mod.ko
+		 * here: the build-id names the file on a debuginfod server.
+		 */
+		{
+			char id[129];
+			struct fgk_fetch f;
+
+			for (size_t i = 0; i < blen; i++)
+				id[i] = (char)tolower((unsigned char)bid[i]);
+			id[blen] = '\0';
+			err = fgk_module_fetch(id, v[s->nmods - 1].name, &f, &m);
+			fgk_fetch_clear(&f);
+		}
+	} else {
+		err = fgk_module_open(path, &m);
+		free(path);
 	}
-	err = fgk_module_open(path, &m);
-	free(path);
 	if (!err)
 		err = fgk_module_check(m, s->vm);
 	if (err) {
@@ -248,6 +327,15 @@ static struct fgk_error *check_size(struct fgk_vmlinux *vm, const char *name,
 			     (int)len, name, least, size);
 }
 
+/*
+ * "__pfx_func" (CONFIG_CALL_PADDING, 6.2+): the padding before func, no
+ * function of its own: never a frame's function.
+ */
+static bool is_prefix_symbol(const char *name, size_t len)
+{
+	return len > 6 && !strncmp(name, "__pfx_", 6);
+}
+
 /* Index of the executable section holding link, or 0. */
 static size_t text_section(struct fgk_vmlinux *vm, uint64_t link)
 {
@@ -343,7 +431,8 @@ static struct fgk_error *src_lookup(struct fgk_symbolizer *s,
  * shndx of module m.
  */
 static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
-			     struct fgk_module *m, size_t shndx, uint64_t link)
+			     struct fgk_module *m, size_t shndx, uint64_t link,
+			     struct fgk_symframe *fr)
 {
 	struct fgk_srcframe *f;
 	size_t n;
@@ -364,6 +453,10 @@ static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 		 */
 		fgk_error_free(err);
 		err = src_lookup(s, m, shndx, link - 1, &f, &n);
+		if (!err && (!n || !f[0].file || !f[0].line)) {
+			fgk_srcframes_free(f, n);
+			err = fgk_error_new(FGK_ERR_LOOKUP, NULL, "no line");
+		}
 	}
 	if (err) {
 		fgk_error_free(err);
@@ -374,12 +467,32 @@ static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 		sb_printf(b, "%s%s:%d", i ? " " : "",
 			  f[i].file ? f[i].file : "??", f[i].line);
 	sb_printf(b, ")");
-	fgk_srcframes_free(f, n);
+	if (fr && !fr->src) {
+		fr->src = f;
+		fr->nsrc = n;
+	} else {
+		fgk_srcframes_free(f, n);
+	}
 }
 
-static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t link)
+static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t link,
+			  struct fgk_symframe *fr)
 {
-	append_source_in(s, b, NULL, 0, link);
+	append_source_in(s, b, NULL, 0, link, fr);
+}
+
+/* The frame's function, module and section (out of memory: b->oom). */
+static void frame_names(struct sbuf *b, struct fgk_symframe *f, const char *sym,
+			size_t symlen, const char *mod, const char *sec)
+{
+	if (!f)
+		return;
+	if (sym && !(f->symbol = strndup(sym, symlen)))
+		b->oom = true;
+	if (mod && !(f->module = strdup(mod)))
+		b->oom = true;
+	if (sec && !(f->section = strdup(sec)))
+		b->oom = true;
 }
 
 static bool parse_hex(const char *p, size_t len, uint64_t *v)
@@ -661,7 +774,7 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 					 struct sbuf *b, const char *fn,
 					 size_t fnlen, uint64_t off,
 					 uint64_t size, const char *after,
-					 const char *end)
+					 const char *end, struct fgk_symframe *fr)
 {
 	const char *name, *bid;
 	size_t nlen, blen;
@@ -672,10 +785,15 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 
 	if (!module_tag(after, end, &name, &nlen, &bid, &blen))
 		return NULL;
-	err = get_module(s, name, nlen, &m);
+	if (fr && (!(fr->module = strndup(name, nlen)) ||
+		   (blen && !(fr->build_id = strndup(bid, blen)))))
+		return &fgk_enomem;
+	err = get_module(s, name, nlen, bid, blen, &m);
 	if (err || !m)
 		return err;
 	kbid = fgk_module_build_id(m);
+	if (fr && !fr->build_id && kbid && !(fr->build_id = strdup(kbid)))
+		return &fgk_enomem;
 	if (blen && kbid && (strlen(kbid) != blen || strncasecmp(kbid, bid, blen)))
 		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
 				     "build-id %s, but the trace's module %.*s has %.*s (another build of the module)",
@@ -696,18 +814,26 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
 				     "%.*s is 0x%" PRIx64 " bytes in this .ko, only 0x%" PRIx64 " in the trace (another build of the module)",
 				     (int)fnlen, fn, ms.size, size);
-	append_source_in(s, b, m, ms.shndx, ms.value + off);
+	if (fr) {
+		fr->has_link = true;
+		fr->link = ms.value + off;
+		if (ms.section && !(fr->section = strdup(ms.section)))
+			return &fgk_enomem;
+	}
+	append_source_in(s, b, m, ms.shndx, ms.value + off, fr);
 	s->decoded++;
 	return NULL;
 }
 
 /* A raw address inside a captured module section: explained in extra. */
 static bool module_runtime(struct fgk_symbolizer *s, struct sbuf *extra,
-			   const char *p, size_t plen, uint64_t rt)
+			   const char *line, const char *p, size_t plen,
+			   uint64_t rt)
 {
 	for (size_t i = 0; i < s->nmsecs; i++) {
 		const struct msec *e = &s->msecs[i];
 		struct fgk_module_symbol ms;
+		struct fgk_symframe *fr;
 		struct fgk_error *err;
 		uint64_t off;
 
@@ -722,7 +848,25 @@ static bool module_runtime(struct fgk_symbolizer *s, struct sbuf *extra,
 		sb_printf(extra, "    %.*s = %s+0x%" PRIx64 "/0x%" PRIx64 " [%s]",
 			  (int)plen, p, ms.name, off - ms.value, ms.size,
 			  fgk_module_name(e->m));
-		append_source_in(s, extra, e->m, e->shndx, off);
+		fr = frame_add(s, line, p, plen, FGK_SYMFRAME_CAPTURE);
+		if (!fr) {
+			extra->oom = true;
+			return true;
+		}
+		fr->has_address = fr->has_link = true;
+		fr->address = rt;
+		fr->link = off;
+		fr->offset = off - ms.value;
+		fr->size = ms.size;
+		frame_names(extra, fr, ms.name, strlen(ms.name),
+			    fgk_module_name(e->m), ms.section);
+		{
+			const char *kbid = fgk_module_build_id(e->m);
+
+			if (kbid && !(fr->build_id = strdup(kbid)))
+				extra->oom = true;
+		}
+		append_source_in(s, extra, e->m, e->shndx, off, fr);
 		sb_printf(extra, "\n");
 		return true;
 	}
@@ -836,7 +980,7 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 					    lineno);
 			break;
 		}
-		err = get_module(s, mod, strlen(mod), &m);
+		err = get_module(s, mod, strlen(mod), NULL, 0, &m);
 		if (!err && !m)
 			err = fgk_error_new(FGK_ERR_LOOKUP, path,
 					    "line %zu: module %s: no %s.ko under the module directories (--modules)",
@@ -932,6 +1076,8 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 
 	if (len && line[len - 1] == '\n')
 		len--;
+	frames_clear(s);
+	s->pending = false;
 	if (explained_line(line, line + len)) {
 		/*
 		 * Already decoded: kept as it is, unless it is one of the lines
@@ -966,21 +1112,48 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 			/* "func+0x1/0x2 [mod]": a module symbol, not ours */
 			bool module = module_frame(p + m, line + len);
 			size_t a;
+			struct fgk_symframe *fr = frame_add(s, line, p, m,
+							    FGK_SYMFRAME_SYMBOL);
 
+			if (!fr) {
+				free(b.p);
+				free(extra.p);
+				return &fgk_enomem;
+			}
+			if (is_prefix_symbol(p, nl))
+				sym = NULL;	/* padding: no function, no line */
+			else
+				frame_names(&b, fr, p, nl, NULL, NULL);
+			fr->offset = off;
+			fr->size = size;
+			if (s->pending) {	/* "[<ADDR>] func+..": ADDR is it */
+				fr->has_address = true;
+				fr->address = s->pending_addr;
+				s->pending = false;
+			}
 			sb_printf(&b, "%.*s", (int)m, p);
 			if (!module && (a = annotation(p + m, line + len))) {
 				/* already annotated: kept as it is */
 				sb_printf(&b, "%.*s", (int)a, p + m);
 				m += a;
 				s->decoded += sym != NULL;
+				if (sym && off <= vm_symbol_extent(s->vm, sym, false) + 1) {
+					struct sbuf none = { 0 };
+
+					fr->has_link = true;
+					fr->link = sym->value + off;
+					append_source(s, &none, fr->link, fr);
+					b.oom |= none.oom;
+					free(none.p);
+				}
 			} else if (module) {
 				/* the source goes after " [mod]" */
 				const char *t = p + m;
 				const char *z = memchr(t, ']', (size_t)(line + len - t));
 				struct sbuf src = { 0 };
-				struct fgk_error *err =
+				struct fgk_error *err = is_prefix_symbol(p, nl) ? NULL :
 					module_symbolic(s, &src, p, nl, off, size,
-							t, line + len);
+							t, line + len, fr);
 
 				if (err) {
 					free(src.p);
@@ -1013,7 +1186,9 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 					free(extra.p);
 					return err;
 				}
-				append_source(s, &b, sym->value + off);
+				fr->has_link = true;
+				fr->link = sym->value + off;
+				append_source(s, &b, fr->link, fr);
 				s->decoded++;
 			}
 			p += m;
@@ -1036,16 +1211,39 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 			}
 			if (checked) {
 				/* its symbolic part decodes it */
-			} else if (module_runtime(s, &extra, p, m, rt)) {
+				s->pending = true;
+				s->pending_addr = rt;
+			} else if (module_runtime(s, &extra, line, p, m, rt)) {
 				s->decoded++;
 			} else if (runtime_to_link(s, rt, &link)) {
 				struct fgk_symbol sym;
 				struct fgk_error *err = fgk_symbol_at(s->vm, link, &sym);
 
-				if (!err) {
+				if (!err && is_prefix_symbol(sym.name, strlen(sym.name))) {
+					/* in the padding: say whose, as no frame */
+					sb_printf(&extra, "    %.*s = 0x%" PRIx64 " bytes before %s (its padding)\n",
+						  (int)m, p, sym.addr + sym.size - link,
+						  sym.name + 6);
+					s->decoded++;
+				} else if (!err) {
+					struct fgk_symframe *fr =
+						frame_add(s, line, p, m, FGK_SYMFRAME_ADDRESS);
+
+					if (!fr) {
+						free(b.p);
+						free(extra.p);
+						return &fgk_enomem;
+					}
+					fr->has_address = fr->has_link = true;
+					fr->address = rt;
+					fr->link = link;
+					fr->offset = link - sym.addr;
+					fr->size = sym.size;
+					frame_names(&extra, fr, sym.name, strlen(sym.name),
+						    NULL, NULL);
 					sb_printf(&extra, "    %.*s = %s+0x%" PRIx64 "/0x%" PRIx64,
 						  (int)m, p, sym.name, link - sym.addr, sym.size);
-					append_source(s, &extra, link);
+					append_source(s, &extra, link, fr);
 					sb_printf(&extra, "\n");
 					s->decoded++;
 				} else {

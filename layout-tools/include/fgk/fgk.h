@@ -210,6 +210,94 @@ void fgk_vmcore_modules_free(struct fgk_vmcore_module *mods, size_t n);
  * before it.  Errors only for lack of memory.
  */
 struct fgk_error *fgk_notes_build_id(const void *notes, size_t len, char **hex);
+
+/* ---- notes, build-ids and offsets in memory and in text (lib/notes.c) */
+
+#define FGK_NOTES_HEADER	12	/* namesz, descsz, type (u32 each) */
+#define FGK_BUILD_ID_MIN	8	/* descriptor sizes of a build-id */
+#define FGK_BUILD_ID_MAX	64
+#define FGK_NOTES_LOOKBACK	0x10000	/* how far back an ELF header is looked for */
+
+struct fgk_build_id_note {
+	uint64_t addr;		/* address of the note header (namesz) */
+	size_t size;		/* descriptor bytes */
+	char build_id[2 * FGK_BUILD_ID_MAX + 1];	/* lowercase hex */
+	bool embedded;		/* inside an ELF image in memory (a vDSO) */
+};
+/*
+ * Every complete GNU build-id note in buf[0..len), a copy of memory at
+ * address base, whose header is 4-byte aligned in memory: namesz 4, descsz
+ * FGK_BUILD_ID_MIN..FGK_BUILD_ID_MAX, type NT_GNU_BUILD_ID, name "GNU", then
+ * the descriptor.  *ret (malloc'd, free()) holds *n notes in address order;
+ * embedded marks the notes inside an ELF image whose header (ELF64 or
+ * ELF32) starts on a page at most FGK_NOTES_LOOKBACK bytes before them and
+ * whose header tables reach past them (the vDSO images the kernel carries
+ * as data).  Bytes that would lie past the top of the address space are
+ * not looked at.  Errors only for lack of memory.
+ */
+struct fgk_error *fgk_notes_find_build_ids(const void *buf, size_t len,
+					   uint64_t base,
+					   struct fgk_build_id_note **ret,
+					   size_t *n);
+/*
+ * A build-id as users type it (surrounding blanks and a 0x prefix allowed):
+ * *hex is its lowercase hex (malloc'd), 2*FGK_BUILD_ID_MIN to
+ * 2*FGK_BUILD_ID_MAX digits, an even number; else FGK_ERR_INVALID.
+ */
+struct fgk_error *fgk_build_id_parse(const char *text, char **hex);
+/*
+ * A KASLR base offset as users type it: hex, 0x optional, at most 64 bits;
+ * a multiple of align unless align is 0 (FGK_KASLR_ALIGN for x86_64's
+ * CONFIG_PHYSICAL_ALIGN); else FGK_ERR_INVALID.
+ */
+#define FGK_KASLR_ALIGN		0x200000
+struct fgk_error *fgk_offset_parse(const char *text, uint64_t align,
+				   uint64_t *offset);
+
+/* ---- the kernel's struct fgkaslr_boot_info (lib/bootinfo.c) */
+
+#define FGK_BOOT_INFO_MAGIC	0x4b474621	/* "!FGK" */
+#define FGK_BOOT_INFO_SIZE_MIN	88	/* magic .. seed: every version */
+#define FGK_BOOT_INFO_SIZE_MAX	152	/* + mcount, entropy, phase_cycles */
+#define FGK_BOOT_PHASES		6	/* FGKASLR_NR_PHASES */
+#define FGK_BOOT_HAS_MCOUNT	0x1	/* mcount_cycles (size >= 96) */
+#define FGK_BOOT_HAS_ENTROPY	0x2	/* entropy_bits, entropy_src (>= 104) */
+#define FGK_BOOT_HAS_PHASES	0x4	/* phase_cycles (>= 152) */
+
+struct fgk_boot_info {
+	size_t size;		/* bytes decoded: 88, 96, 104 or 152 */
+	uint32_t has;		/* FGK_BOOT_HAS_*: the appended fields present */
+	uint32_t magic;		/* FGK_BOOT_INFO_MAGIC once the decompressor ran */
+	uint32_t flags;		/* FGKASLR_F_*: fgk_boot_info_flag_name() */
+	uint32_t nr_sections;
+	uint32_t heap_used;
+	uint64_t heap_size;
+	uint64_t cycles;
+	uint64_t text_start;	/* link address of the randomized region */
+	uint64_t text_end;	/* _etext */
+	uint64_t text_used;	/* end of the shuffled packing */
+	struct fgk_seed seed;
+	uint64_t mcount_cycles;
+	uint32_t entropy_bits;
+	uint32_t entropy_src;
+	uint64_t phase_cycles[FGK_BOOT_PHASES];
+};
+/*
+ * Decode a copy of the kernel's fgkaslr_boot_info (little-endian) of len
+ * bytes: pass the object's size (its symbol's st_size) to get the fields
+ * later series versions append; the largest known version that fits in
+ * len is decoded, later bytes are ignored.  Fewer than
+ * FGK_BOOT_INFO_SIZE_MIN bytes are FGK_ERR_INVALID, with origin (where the
+ * bytes came from, or NULL) in the error's path.  The magic is not
+ * checked: a kernel booted without FG-KASLR leaves it 0.
+ */
+struct fgk_error *fgk_boot_info_decode(const void *buf, size_t len,
+				       const char *origin,
+				       struct fgk_boot_info *ret);
+/* "shuffled", "seed given", ... of one FGKASLR_F_* bit; NULL if unknown. */
+const char *fgk_boot_info_flag_name(uint32_t bit);
+/* "layout", "relocs", ... of phase_cycles[phase]; NULL if out of range. */
+const char *fgk_boot_info_phase_name(unsigned phase);
 struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 					 const char *dump_path,
 					 const struct fgk_vmcoreinfo *info,
@@ -445,6 +533,43 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 				     char **out);
 /* Frames and addresses decoded so far. */
 size_t fgk_symbolizer_decoded(const struct fgk_symbolizer *s);
+
+/* Where a frame of fgk_symbolizer_frames() comes from. */
+enum fgk_symframe_source {
+	FGK_SYMFRAME_SYMBOL,	/* "func+0xOFF/0xSIZE [mod]" as the kernel printed it */
+	FGK_SYMFRAME_ADDRESS,	/* a raw vmlinux address: seed, layout, base offset */
+	FGK_SYMFRAME_CAPTURE,	/* a raw module address: the sections capture */
+};
+
+/* A frame or raw address of the line last given to fgk_symbolize_line(). */
+struct fgk_symframe {
+	size_t column, length;	/* its text: line[column .. column + length) */
+	int source;		/* enum fgk_symframe_source */
+	bool reliable;		/* false: printed after "? " (a stale stack word) */
+	bool has_address, has_link;
+	uint64_t address;	/* runtime address (raw, or the "[<ADDR>]" beside it) */
+	uint64_t link;		/* vmlinux: link address; module: offset in section */
+	char *symbol;		/* function; NULL for none */
+	uint64_t offset, size;	/* into symbol; size: the trace's /0xSIZE or the ELF's */
+	char *module;		/* NULL: vmlinux */
+	char *section;		/* the module section holding it, or NULL */
+	char *build_id;		/* module: the trace's build-id, else the .ko's */
+	struct fgk_srcframe *src;	/* inline chain, innermost first; NULL if none */
+	size_t nsrc;
+};
+/*
+ * The frames of the last fgk_symbolize_line() call, in line order: every
+ * "func+0xOFF/0xSIZE" (decoded or not: src NULL) and every raw address that
+ * was decoded.  Valid until the next call or fgk_symbolizer_free().
+ */
+size_t fgk_symbolizer_frames(const struct fgk_symbolizer *s,
+			     const struct fgk_symframe **frames);
+/*
+ * on: a module frame "[mod BUILDID]" whose mod.ko is not under the module
+ * directories is fetched by its build-id with fgk_module_fetch()
+ * ($DEBUGINFOD_URLS); a failed fetch is an error of fgk_symbolize_line().
+ */
+void fgk_symbolizer_fetch_modules(struct fgk_symbolizer *s, bool on);
 
 /* ---- crash dumps: VMCOREINFO (lib/vmcore.c) ---------------------------- */
 
