@@ -376,6 +376,7 @@ def test_cpio_archive_layout():
 
 # ---------------------------------------------------------------- dump profile
 
+@pytest.mark.k612
 def test_dump_profile_carries_vmcoreinfo(kernel, tmp_path):
     """QMP dump-guest-memory of a `dump` guest has the guest's VMCOREINFO.
     QEMU runs with umask 077: the QMP socket and the dump it writes (the

@@ -96,7 +96,8 @@ def random_seed():
     return secrets.token_hex(32)
 
 
-@pytest.mark.parametrize("how", ["plain", "after-dashdash", "after-control-byte",
+@pytest.mark.parametrize("how", [pytest.param("plain", marks=pytest.mark.k612),
+                                 "after-dashdash", "after-control-byte",
                                  "upper-case", "random"])
 def test_privacy_sweep(privsweep, tmp_path, how):
     seed = random_seed()
@@ -136,6 +137,7 @@ def test_weak_seed_warns(kernel):
     assert re.search(r"seed random, 0 bits of entropy \(kaslr-mix\)", res.log)
 
 
+@pytest.mark.k612
 def test_strong_seed_sources(kernel):
     """With -cpu max (RDRAND, RDSEED) the seed is credited 256 bits."""
     res = boot("cat /proc/fgkaslr_stats", timeout=300)

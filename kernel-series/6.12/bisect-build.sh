@@ -9,15 +9,13 @@
 #     later patch adds are dropped),
 #   - runs `make prepare` (host tools: objtool, kallsyms, relocs; linker
 #     script headers),
-#   - compiles every .c/.S file the patch touches (`make path.o`), the linker
-#     script when vmlinux.lds.S changes, and all objects of
-#     arch/x86/boot/compressed/ when the patch touches that directory,
-#   - compiles every .c file that includes a header the patch touches.
-# Files only a link uses (link-vmlinux.sh, Makefile.postlink) are proven by
-# the full build of the whole series (make kernel KVERSION=6.12).
-# arch/x86/boot/compressed/misc.o needs voffset.h, which kbuild makes from
-# vmlinux with nm (addresses only): the build directory gets the published
-# vmlinux for that, the object's code does not depend on the values.
+#   - compiles every .c/.S file the patch touches (`make path.o`) and the
+#     linker script when vmlinux.lds.S changes,
+#   - compiles the kernel .c files that include a header the patch touches.
+# Not reachable this way: the link (link-vmlinux.sh, Makefile.postlink) and
+# the decompressor, arch/x86/boot/compressed/ (kbuild builds it only
+# through bzImage after the link, with its own flags): the full build of
+# the whole series (make kernel KVERSION=6.12) proves those.
 #
 # usage: bisect-build.sh PORT-TREE BUILD-DIR [BASE-COMMIT]
 #   e.g. nice kernel-series/6.12/bisect-build.sh build/linux-6.12-port \
@@ -29,7 +27,6 @@ die() { echo "bisect-build: $*" >&2; exit 2; }
 tree=$(realpath "$1") || die "$1: no such tree"
 obj=$(realpath -m "$2")
 cfg=$(realpath build/kernel-6.12/config) || die "build/kernel-6.12/config missing (make kernel KVERSION=6.12)"
-vml=$(realpath build/kernel-6.12/vmlinux)
 base=${3:-$(git -C "$tree" log --format=%H --grep='(pristine)' -1)}
 [ -n "$base" ] || die "$tree: no base commit named '(pristine)'; pass BASE-COMMIT"
 [ -z "$(git -C "$tree" status --porcelain --untracked-files=no)" ] ||
@@ -46,6 +43,7 @@ from=${FROM:-1}     # FROM=k: start at the k-th commit (the build directory
 for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
     n=$((n + 1))
     [ "$n" -ge "$from" ] || continue
+    [ "$n" -le "${TO:-999}" ] || break
     subj=$(git -C "$tree" log -1 --format=%s "$c")
     git -C "$tree" checkout -q "$c" || die "checkout $c failed"
     files=$(git -C "$tree" show --name-only --format= "$c")
@@ -67,14 +65,11 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
                 done ;;
         esac
     done
-    # the decompressor and the EFI stub: all of their objects
-    # (the 64-bit ones; misc.o is built first, see mk_compressed)
-    if echo "$files" | grep -q '^arch/x86/boot/compressed/\|^arch/x86/include/asm/boot.h\|^include/linux/fgkaslr.h\|^drivers/firmware/efi/libstub/'; then
-        for s in misc kaslr cmdline error head_64 string fgkaslr; do
-            [ -f "$tree/arch/x86/boot/compressed/$s.c" ] || [ -f "$tree/arch/x86/boot/compressed/$s.S" ] &&
-                targets+=("arch/x86/boot/compressed/$s.o")
-        done
-    fi
+    # The decompressor (arch/x86/boot/compressed/) is not reachable as a
+    # single target: kbuild builds it only through bzImage, after the link,
+    # with its own flags (a `make path.o` compiles it with the kernel's
+    # flags and fails on ../voffset.h), so its objects are proven by the
+    # full build only.
     if echo "$files" | grep -q '^drivers/firmware/efi/libstub/\|^arch/x86/include/asm/boot.h'; then
         targets+=(drivers/firmware/efi/libstub/x86-stub.o)
     fi
@@ -86,9 +81,11 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
         echo "targets: ${targets[*]}"
         # Kconfig runs dozens of compiler probes: configure again only when
         # the commit changes a Kconfig file (else the result is the same)
-        if [ "$n" -eq "$from" ] || echo "$files" | grep -q 'Kconfig'; then
+        has_fg=$(grep -c '^config FG_KASLR$' "$tree/arch/x86/Kconfig")
+        if [ "$n" -eq "$from" ] || echo "$files" | grep -q 'Kconfig' ||
+           { [ "$has_fg" -gt 0 ] && ! grep -q '^CONFIG_FG_KASLR=y' "$obj/.config"; }; then
             cp "$cfg" "$obj/.config" && mk olddefconfig &&
-            if [ -f "$tree/kernel/fgkaslr.c" ] && ! grep -q '^CONFIG_FG_KASLR=y' "$obj/.config"; then
+            if [ "$has_fg" -gt 0 ] && ! grep -q '^CONFIG_FG_KASLR=y' "$obj/.config"; then
                 # before patches 9 and 10, FG_KASLR excludes DYNAMIC_FTRACE
                 # and X86_KERNEL_IBT: build those prefixes without them
                 echo "FG_KASLR not selectable: without X86_KERNEL_IBT and DYNAMIC_FTRACE"
@@ -97,12 +94,8 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
                     -m FG_KASLR_TEST_MODULE && mk olddefconfig
             fi
         fi &&
-        grep '^CONFIG_FG_KASLR' "$obj/.config" &&
+        { [ "$has_fg" -eq 0 ] || grep '^CONFIG_FG_KASLR' "$obj/.config"; } &&
         mk prepare &&
-        { [ -f "$obj/vmlinux" ] || cp "$vml" "$obj/vmlinux"; } &&
-        # misc.o needs ../voffset.h, which other decompressor objects include too
-        { ! printf '%s\n' "${targets[@]}" | grep -q '^arch/x86/boot/compressed/' ||
-          mk arch/x86/boot/compressed/misc.o; } &&
         { [ ${#targets[@]} -eq 0 ] || mk "${targets[@]}"; }
     } > "$log" 2>&1
     rc=$?
