@@ -34,7 +34,9 @@ enum {
 	F_MODULE_LIST, F_MODULE_NAME, F_MODULE_NOTES, F_NOTES_NOTES,
 	F_NOTES_ATTRS, F_BIN_SIZE, F_BIN_PRIVATE, S_BIN_ATTR,
 	/* optional (Linux < 6.4: struct module_layout; later kernels: mem[]) */
-	F_MODULE_CORE, F_MODULE_INIT, F_LAYOUT_BASE, F_LAYOUT_TEXT_SIZE, NFIELDS
+	F_MODULE_CORE, F_MODULE_INIT, F_LAYOUT_BASE, F_LAYOUT_TEXT_SIZE,
+	F_MODULE_MEM, F_MEM_BASE, F_MEM_SIZE, S_MEM,
+	E_MOD_TEXT, E_MOD_INIT_TEXT, NFIELDS	/* E_: enum mod_mem_type values */
 };
 #define NREQUIRED F_MODULE_CORE
 
@@ -55,6 +57,12 @@ static const struct want wanted[NFIELDS] = {
 	[F_MODULE_INIT] = { "module", "init_layout" },
 	[F_LAYOUT_BASE] = { "module_layout", "base" },
 	[F_LAYOUT_TEXT_SIZE] = { "module_layout", "text_size" },
+	[F_MODULE_MEM] = { "module", "mem" },
+	[F_MEM_BASE] = { "module_memory", "base" },
+	[F_MEM_SIZE] = { "module_memory", "size" },
+	[S_MEM] = { "module_memory", NULL },
+	[E_MOD_TEXT] = { "mod_mem_type", "MOD_TEXT" },
+	[E_MOD_INIT_TEXT] = { "mod_mem_type", "MOD_INIT_TEXT" },
 };
 
 struct ctx {
@@ -83,13 +91,17 @@ static void struct_fields(Dwarf_Die *die, const char *name, struct ctx *c)
 		const char *mn;
 		Dwarf_Word off;
 
-		if (dwarf_tag(&m) != DW_TAG_member || !(mn = dwarf_diename(&m)))
+		if ((dwarf_tag(&m) != DW_TAG_member && dwarf_tag(&m) != DW_TAG_enumerator) ||
+		    !(mn = dwarf_diename(&m)))
 			continue;
 		for (int k = 0; k < NFIELDS; k++) {
 			if (!wanted[k].member || strcmp(wanted[k].type, name) ||
 			    strcmp(wanted[k].member, mn))
 				continue;
-			if (dwarf_formudata(dwarf_attr(&m, DW_AT_data_member_location, &a),
+			/* a member's offset, or an enumerator's value */
+			if (dwarf_formudata(dwarf_attr(&m, dwarf_tag(&m) == DW_TAG_enumerator ?
+							   DW_AT_const_value :
+							   DW_AT_data_member_location, &a),
 					    &off) == 0)
 				c->f[k] = (int64_t)off;
 		}
@@ -131,12 +143,14 @@ static struct fgk_error *find_fields(struct ctx *c)
 				const char *n;
 				Dwarf_Attribute a;
 
-				if (dwarf_tag(&t) != DW_TAG_structure_type ||
+				if ((dwarf_tag(&t) != DW_TAG_structure_type &&
+				     dwarf_tag(&t) != DW_TAG_enumeration_type) ||
 				    dwarf_attr(&t, DW_AT_declaration, &a) ||
 				    !(n = dwarf_diename(&t)))
 					continue;
 				if (!strcmp(n, "module") || !strcmp(n, "module_notes_attrs") ||
-				    !strcmp(n, "bin_attribute") || !strcmp(n, "module_layout"))
+				    !strcmp(n, "bin_attribute") || !strcmp(n, "module_layout") ||
+				    !strcmp(n, "module_memory") || !strcmp(n, "mod_mem_type"))
 					struct_fields(&t, n, c);
 			} while (dwarf_siblingof(&t, &t) == 0);
 		}
@@ -301,6 +315,30 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 			e->init_base = err ? 0 : le64(buf);
 			if (!err)
 				err = vread(&c, init + (uint64_t)c.f[F_LAYOUT_TEXT_SIZE], ts, 4);
+			e->init_text_size = err ? 0 :
+				(ts[0] | ts[1] << 8 | ts[2] << 16 | (uint32_t)ts[3] << 24);
+		} else if (!err && c.f[F_MODULE_MEM] >= 0 && c.f[F_MEM_BASE] >= 0 &&
+			   c.f[F_MEM_SIZE] >= 0 && c.f[S_MEM] > 0) {
+			/*
+			 * Linux 6.4+: struct module_memory mem[MOD_MEM_NUM_TYPES],
+			 * indexed by enum mod_mem_type; its values from the DWARF
+			 * when the CUs read had the enum, else include/linux/module.h's
+			 * (MOD_TEXT 0, MOD_INIT_TEXT 4 since 6.4)
+			 */
+			int64_t it = c.f[E_MOD_TEXT] >= 0 ? c.f[E_MOD_TEXT] : 0,
+				ii = c.f[E_MOD_INIT_TEXT] >= 0 ? c.f[E_MOD_INIT_TEXT] : 4;
+			uint64_t mem = mod + (uint64_t)c.f[F_MODULE_MEM];
+			uint8_t ts[4];
+
+			err = vread(&c, mem + (uint64_t)(it * c.f[S_MEM] + c.f[F_MEM_BASE]), buf, 8);
+			e->core_base = err ? 0 : le64(buf);
+			if (!err)
+				err = vread(&c, mem + (uint64_t)(ii * c.f[S_MEM] + c.f[F_MEM_BASE]),
+					    buf, 8);
+			e->init_base = err ? 0 : le64(buf);
+			if (!err)
+				err = vread(&c, mem + (uint64_t)(ii * c.f[S_MEM] + c.f[F_MEM_SIZE]),
+					    ts, 4);
 			e->init_text_size = err ? 0 :
 				(ts[0] | ts[1] << 8 | ts[2] << 16 | (uint32_t)ts[3] << 24);
 		}
