@@ -9,6 +9,7 @@ addr2line: `addr2line -i` on vmlinux at the link address nm gives the
 function, `addr2line -j` on the function's own section of the .ko.  The
 expected values come from the guest, nm and addr2line, never from fgk.
 """
+import json
 import re
 import secrets
 import subprocess
@@ -27,6 +28,7 @@ for f in vfs_read version_proc_show; do
     grep " [tT] $f\$" /proc/kallsyms | head -n 1 | sed 's/^/probe /'
 done
 grep '\[fgk_test\]' /proc/kallsyms | sed 's/^/ksym /'
+echo 1 > /sys/module/fgk_test/parameters/warn
 echo 1 > /sys/module/fgk_test/parameters/warn
 sh -c 'echo 1 > /sys/module/fgk_test/parameters/oops'
 echo c > /proc/sysrq-trigger
@@ -282,3 +284,85 @@ def test_frame_smaller_than_the_function(corpus):
                        text=True, input=f" {name}+0x{off}/0x{size - 1:x}\n")
     assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
     assert len(r.stderr.splitlines()) == 1 and "another kernel build" in r.stderr, r.stderr
+
+
+def test_json_frames_against_addr2line(corpus):
+    """--json on the booted trace: every decoded frame's inline chain is
+    addr2line's (-i on vmlinux at nm's address, -j on the module's section),
+    its text is at its line and column of the log, and the frames the text
+    output annotates are the JSON's (same count, same chains)."""
+    r = symbolize(corpus, "--json", corpus["log"])
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["seeded"] and j["base_offset"] is not None
+    lines = corpus["text"].split("\n")
+    n = 0
+    for f in j["frames"]:
+        assert lines[f["line"] - 1][f["column"]:].startswith(f["text"]), f
+        assert not (f["function"] or "").startswith("__pfx_")
+        if not f["locations"]:
+            continue
+        ours = [(loc["file"], str(loc["line"])) for loc in f["locations"]]
+        off = int(f["offset"], 16)
+        truth = (module_truth(corpus["ko"], f["function"], off) if f["module"]
+                 else vmlinux_truth(f["function"], off))
+        if truth is None:
+            continue
+        assert any(same_chain(ours, t) for t in truth), (f, truth)
+        n += 1
+    text = symbolize(corpus, corpus["log"]).stdout
+    explained = re.compile(r"^    (0x)?ffffffff[0-9a-f]{8} = ")
+    annotated = sum(1 if explained.match(l) else
+                    len(re.findall(r"\+0x[0-9a-f]+/0x[0-9a-f]+( \[\w+\])? \(", l))
+                    for l in text.splitlines())
+    # an explained raw address is a frame even where it has no line
+    decoded = [f for f in j["frames"] if f["locations"] or f["source"] != "symbol"]
+    print(f"JSON frames: {len(j['frames'])}, decoded {len(decoded)}, "
+          f"checked against addr2line {n}")
+    assert len(decoded) == annotated and n >= 10
+
+
+def reports(text):
+    """The reports of a console log: (kind, first line, end line), 0-based."""
+    starts = [(i, k) for i, l in enumerate(text.split("\n"))
+              for k, pat in (("warn", r"WARNING: CPU: \d+ PID: \d+ at "),
+                             ("oops", r"BUG: kernel NULL pointer dereference"),
+                             ("panic", r"Kernel panic - not syncing"))
+              if re.search(pat, l)]
+    return [(k, i, starts[n + 1][0] if n + 1 < len(starts) else len(text.split("\n")))
+            for n, (i, k) in enumerate(starts)]
+
+
+def test_reports_in_a_row(corpus):
+    """A log of several reports in a row (two WARNs, the module oops, the
+    panic): each report's frames are its own.  The RIP of each WARN decodes
+    in fgk_test_warn and the oops's in fgk_test_oops (the NULL write,
+    inlined from fgk_test_poke), each with the Call Trace frame
+    fgk_test_fire of the same report, at lines addr2line gives; the panic
+    (which after an oops prints no trace) gets no module frame of theirs."""
+    rs = reports(corpus["text"])
+    kinds = [k for k, _, _ in rs]
+    assert kinds.count("warn") == 2 and kinds.count("oops") == 1 and "panic" in kinds, kinds
+    j = json.loads(symbolize(corpus, "--json", corpus["log"]).stdout)
+    lines = corpus["text"].split("\n")
+    for kind, first, end in rs:
+        mine = [f for f in j["frames"] if first < f["line"] <= end]
+        names = [f["function"] for f in mine if f["locations"]]
+        rip = [f for f in mine if "RIP: 0010:" in lines[f["line"] - 1] and f["locations"]]
+        if kind in ("warn", "oops"):
+            want = "fgk_test_warn" if kind == "warn" else "fgk_test_oops"
+            assert rip and rip[0]["function"] == want and rip[0]["module"] == "fgk_test", \
+                (kind, first, rip)
+            assert "fgk_test_fire" in names, (kind, first, names)
+            for f in rip[:1] + [f for f in mine if f["function"] == "fgk_test_fire"]:
+                truth = module_truth(corpus["ko"], f["function"], int(f["offset"], 16))
+                assert any(same_chain([(x["file"], str(x["line"])) for x in f["locations"]], t)
+                           for t in truth), (f, truth)
+            if kind == "oops":
+                assert [x["function"] for x in rip[0]["locations"]][0] == "fgk_test_poke"
+        else:
+            # after an oops (TAINT_DIE) panic() prints no trace of its own:
+            # nothing of the oops before it may spill into it
+            assert not [f for f in mine if f["module"]], mine
+            assert not names or "sysrq_handle_crash" in names, names
+    print("reports:", kinds)
