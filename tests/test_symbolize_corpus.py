@@ -20,6 +20,8 @@ from conftest import REPO, boot
 from test_modules import (FGK, MODULES, VMLINUX, addr2line_one, elf_sections,
                           fgk_chain, module_ko, same_chain)
 from test_oracle import require_fgkaslr_vmlinux
+from debuginfod_server import client_env, debuginfod_factory, kernel_debuginfod  # noqa: F401
+from oracle import readelf_build_id
 
 SCRIPT = r"""
 insmod /fgk_test.ko
@@ -366,3 +368,39 @@ def test_reports_in_a_row(corpus):
             assert not [f for f in mine if f["module"]], mine
             assert not names or "sysrq_handle_crash" in names, names
     print("reports:", kinds)
+
+
+def test_build_id_frames_through_debuginfod(corpus, kernel_debuginfod, tmp_path):
+    """Issue 27, CONFIG_STACKTRACE_BUILD_ID: the booted log's module frames
+    as such a kernel prints them, " [fgk_test BUILDID]" (readelf's build-id
+    of the .ko), with no --modules: the .ko comes from a local debuginfod
+    server by its build-id and every module frame gets the chain the run
+    with --modules gives; a build-id no server has is a one-line error;
+    without DEBUGINFOD_URLS the frames are left as they are."""
+    bid = readelf_build_id(corpus["ko"])
+    text = corpus["text"].replace(" [fgk_test]", f" [fgk_test {bid}]")
+    assert text.count(bid) >= 4
+    plain = symbolize(corpus, corpus["log"]).stdout
+    want = re.findall(r"(fgk_test_\w+\+0x[0-9a-f]+/0x[0-9a-f]+) \[fgk_test\] (\([^()]*\))",
+                      plain)
+    cmd = [str(FGK), "symbolize", str(VMLINUX), "--seed", corpus["seed"]]
+    r = subprocess.run(cmd, capture_output=True, text=True, input=text,
+                       env=kernel_debuginfod.env(tmp_path / "cache"))
+    assert r.returncode == 0, r.stderr
+    got = re.findall(r"(fgk_test_\w+\+0x[0-9a-f]+/0x[0-9a-f]+) \[fgk_test %s\] (\([^()]*\))"
+                     % bid, r.stdout)
+    assert got and got == [w for w in want if w[0] in dict(got)], (got, want)
+    assert len(got) == len(re.findall(r"\+0x[0-9a-f]+/0x[0-9a-f]+ \[fgk_test ", text))
+    j = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True,
+                                  input=text, env=kernel_debuginfod.env(tmp_path / "cache"),
+                                  check=True).stdout)
+    assert {f["build_id"] for f in j["frames"] if f["module"]} == {bid}
+    other = bid[:-1] + ("0" if bid[-1] != "0" else "1")
+    r = subprocess.run(cmd, capture_output=True, text=True, input=text.replace(bid, other),
+                       env=kernel_debuginfod.env(tmp_path / "cache2"))
+    assert r.returncode == 1 and r.stdout == "", r.stdout[-500:]
+    assert len(r.stderr.splitlines()) == 1 and other in r.stderr, r.stderr
+    r = subprocess.run(cmd, capture_output=True, text=True, input=text,
+                       env=client_env(None, tmp_path / "cache3"))
+    assert r.returncode == 0, r.stderr
+    assert not re.search(r"\[fgk_test %s\] \(" % bid, r.stdout)
