@@ -298,6 +298,7 @@ def test_dump_dir_private(crashed):
     assert all(m == 0o600 for m in modes.values()), {n: f"{m:04o}" for n, m in modes.items()}
 
 
+@pytest.mark.k612
 @pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
 def test_fgk_crash(crashed, dump, tmp_path):
     """The proof: crash on a shuffled dump through fgk crash."""

@@ -131,6 +131,7 @@ def test_crash_version():
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.k612
 @pytest.mark.parametrize("dump", DUMPS)
 def test_ps_equals_drgn(dumped, dump, tmp_path):
     """crash ps == drgn for_each_task, plus one idle task per online CPU."""
@@ -180,6 +181,7 @@ def test_ps_equals_guest_ps(dumped, dump):
         assert comm == crash[pid][1] or comm.startswith(crash[pid][1] + "-"), (pid, comm, crash[pid])
 
 
+@pytest.mark.k612
 @pytest.mark.parametrize("dump", DUMPS)
 def test_files(dumped, dump):
     """crash files PID == ls -l /proc/PID/fd in the guest."""
@@ -198,6 +200,7 @@ def test_files(dumped, dump):
     assert crash == guest, out
 
 
+@pytest.mark.k612
 @pytest.mark.parametrize("dump", DUMPS)
 def test_vm(dumped, dump):
     """crash vm PID == /proc/PID/maps in the guest (the VMAs of its mm, so
@@ -219,6 +222,7 @@ def test_vm(dumped, dump):
     assert crash == guest, out
 
 
+@pytest.mark.k612
 @pytest.mark.parametrize("dump", DUMPS)
 def test_log(dumped, dump):
     """crash log holds every kernel line of the serial console, in order."""

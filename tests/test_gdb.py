@@ -242,6 +242,7 @@ def running_guest():
         g.kill()
 
 
+@pytest.mark.k612
 def test_attach_breakpoints_backtrace_lines(running_guest):
     port, syms = running_guest["port"], running_guest["kallsyms"]
     cmds = attach_cmds(port, "--vmlinux", VMLINUX) + ["fgk info"]
@@ -395,6 +396,7 @@ def test_attach_seed_file_and_offset(running_guest, tmp_path):
     assert "wrong --offset" in r.stderr
 
 
+@pytest.mark.k612
 def test_address_functions(running_guest):
     """$fgk_runtime(link) and $fgk_link(runtime) agree with /proc/kallsyms."""
     syms = running_guest["kallsyms"]
@@ -417,12 +419,17 @@ def test_attach_to_running_guest_says_stop_it(running_guest):
         in r.stderr
 
 
+@pytest.mark.k612
 def test_kernel_scripts_work(running_guest):
     if not any(os.path.isfile(p) for p in (KERNEL_DIR / "vmlinux-gdb.py",
                                            KERNEL_DIR / "build" / "vmlinux-gdb.py")):
         pytest.skip(f"no vmlinux-gdb.py next to {KERNEL_NAME}/vmlinux (CONFIG_GDB_SCRIPTS)")
+    # the per-CPU current task: current_task, in struct pcpu_hot since 6.2
+    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+                        check=True).stdout
+    pcpu = "current_task" if re.search(r" current_task$", nm, re.M) else "pcpu_hot"
     r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", VMLINUX),
-            "lx-dmesg", "lx-ps", "lx-lsmod", "p $lx_current().comm", "p &current_task",
+            "lx-dmesg", "lx-ps", "lx-lsmod", "p $lx_current().comm", f"p &{pcpu}",
             "detach")
     assert "kernel gdb scripts: loaded" in r.stdout
     assert "Python Exception" not in r.stderr, r.stderr
@@ -430,10 +437,11 @@ def test_kernel_scripts_work(running_guest):
     # gdb's automatic language follows the frame the guest stopped in: C
     # prints "(struct task_struct **)", asm (entry code, user mode) drops
     # "struct".  fgk attach leaves the language alone (docs/fgk-gdb.md).
-    m = re.search(r"\((?:struct )?task_struct \*\*\) (0x[0-9a-f]+) <current_task>", r.stdout)
+    m = re.search(r"\((?:struct )?(?:task_struct \*\*|pcpu_hot \*)\) (0x[0-9a-f]+) <%s>" % pcpu,
+                  r.stdout)
     assert m, r.stdout
     cur = int(m.group(1), 16)
-    assert cur == nm_link("current_task") < 0x100000
+    assert cur == nm_link(pcpu) < 0x100000
     assert re.search(r'^\$1 = "', r.stdout, re.M)                  # $lx_current()
     assert re.search(r"^Address\s+Module\s+Size\s+Used by", r.stdout, re.M)   # lx-lsmod
     assert "Linux version" in r.stdout                          # lx-dmesg
@@ -457,22 +465,26 @@ for i in range(int(sa["nsections"])):
 
 
 def ko_section_heads(ko):
-    """{section name: [function names at offset 0 of it]} of a .ko."""
+    """{section name: [function names at offset 0 of it]} of a .ko; with
+    CALL_PADDING (6.12) a section starts with __pfx_F, and F, at the end of
+    that padding, counts as its head too."""
     out = subprocess.run(["readelf", "-sW", "-SW", str(ko)], capture_output=True,
                          text=True, check=True).stdout
     names = {}
     for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)\s+PROGBITS", out, re.M):
         names[m.group(1)] = m.group(2)
+    funcs = [f for f in (line.split() for line in out.splitlines())
+             if len(f) == 8 and f[0].endswith(":") and f[3] == "FUNC" and f[6] in names]
+    pfx_end = {f[6]: int(f[2]) for f in funcs
+               if int(f[1], 16) == 0 and f[7].startswith("__pfx_")}
     heads = {}
-    for line in out.splitlines():
-        f = line.split()
-        if len(f) == 8 and f[0].endswith(":") and f[3] == "FUNC" and int(f[1], 16) == 0:
-            sec = names.get(f[6])
-            if sec:
-                heads.setdefault(sec, []).append(f[7])
+    for f in funcs:
+        if int(f[1], 16) in (0, pfx_end.get(f[6], 0)):
+            heads.setdefault(names[f[6]], []).append(f[7])
     return heads
 
 
+@pytest.mark.k612
 def test_module_symbols(tmp_path):
     """A module inserted after attach: the do_init_module hook loads its .ko
     with every section's address; gdb then names the function at the start
