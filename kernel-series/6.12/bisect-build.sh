@@ -26,6 +26,7 @@ die() { echo "bisect-build: $*" >&2; exit 2; }
 [ $# -ge 2 ] || die "usage: bisect-build.sh PORT-TREE BUILD-DIR [BASE-COMMIT]"
 tree=$(realpath "$1") || die "$1: no such tree"
 obj=$(realpath -m "$2")
+built=$(realpath build/kernel-6.12/build)
 cfg=$(realpath build/kernel-6.12/config) || die "build/kernel-6.12/config missing (make kernel KVERSION=6.12)"
 base=${3:-$(git -C "$tree" log --format=%H --grep='(pristine)' -1)}
 [ -n "$base" ] || die "$tree: no base commit named '(pristine)'; pass BASE-COMMIT"
@@ -60,8 +61,11 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
                 h=${f#include/}; h=${h#arch/x86/include/}
                 for u in $(git -C "$tree" grep -l -e "#include [<\"]$h[>\"]" \
                                -e "#include \"$(basename "$f")\"" -- "$(dirname "$f")/*.c" '*.c' |
-                           grep -v '^arch/x86/boot/\|^arch/x86/tools/\|^drivers/firmware/efi/libstub/\|^tools/\|^scripts/' | head -n 20); do
-                    targets+=("${u%.c}.o")
+                           grep -v '^arch/x86/boot/\|^arch/x86/realmode/\|^arch/x86/tools/\|^drivers/firmware/efi/libstub/\|^tools/\|^scripts/' |
+                           awk '!/^arch\// || /^arch\/x86\//' | head -n 20); do
+                    # only those the configuration builds (the published
+                    # tree of the whole series has their .o)
+                    [ ! -f "$built/${u%.c}.o" ] || targets+=("${u%.c}.o")
                 done ;;
         esac
     done
