@@ -458,3 +458,97 @@ def test_seed_scan():
             r = subprocess.run([FGK, "seed", "capture", "--text", "-"], input=text,
                                capture_output=True, text=True)
             assert (r.stdout == f"seed: {want}\n") if want else r.returncode != 0, r
+
+
+# --------------------------------------------------------------------------
+# build-id notes in memory, boot info, build-id and offset text (lib/notes.c,
+# lib/bootinfo.c)
+
+def _elf_build_id(path):
+    """The build-id pyelftools reads from an ELF file (the oracle)."""
+    with open(path, "rb") as f:
+        for sec in ELFFile(f).iter_sections():
+            if sec["sh_type"] == "SHT_NOTE":
+                for n in sec.iter_notes():
+                    if n["n_type"] == "NT_GNU_BUILD_ID":
+                        return n["n_desc"]
+    return None
+
+
+def test_find_build_id_notes_in_the_kernel_image(vmlinux):
+    """Scanning the kernel's loaded image (.rodata through .notes, as guest
+    memory would show it) finds the kernel's own build-id as the one note
+    outside an ELF image, and the vDSO's build-id inside one."""
+    want = _elf_build_id(vmlinux)
+    assert want
+    with libfgk.Vmlinux(vmlinux) as vm:
+        secs = {s.name: s for s in vm.sections()}
+        notes = secs[".notes"]
+        got = libfgk.find_build_id_notes(vm.read(notes.addr, notes.size), notes.addr)
+        assert [(n.build_id, n.embedded) for n in got] == [(want, False)]
+        assert got[0].addr >= notes.addr
+        rodata = secs[".rodata"]
+        inside = libfgk.find_build_id_notes(vm.read(rodata.addr, rodata.size), rodata.addr)
+    vdso = REPO / "build" / "kernel" / "build" / "arch/x86/entry/vdso/vdso64.so.dbg"
+    assert inside and all(n.embedded for n in inside), inside
+    if vdso.is_file() and os.environ.get("KVERSION", "6.1") == "6.1":
+        assert _elf_build_id(vdso) in [n.build_id for n in inside]
+
+
+def test_find_build_id_notes_hostile():
+    # random bytes, "GNU" tails with wild sizes, ELF magic with huge tables:
+    # no crash, only complete well-formed notes
+    rnd = bytearray(os.urandom(1 << 16))
+    tail = struct.pack("<I", 3) + b"GNU\0"
+    for at in range(0, len(rnd) - 16, 997 * 4):
+        rnd[at + 8:at + 16] = tail
+    rnd[0:5] = b"\x7fELF\x02"
+    rnd[0x1000:0x1005] = b"\x7fELF\x01"
+    for base in (0, 1, 2, 0xffffffffffff0000):
+        for n in libfgk.find_build_id_notes(bytes(rnd), base):
+            at = n.addr - base
+            namesz, descsz = struct.unpack_from("<II", rnd, at)
+            assert namesz == 4 and 8 <= descsz <= 64 and n.addr % 4 == 0
+            assert n.build_id == rnd[at + 16:at + 16 + descsz].hex()
+    assert libfgk.find_build_id_notes(b"") == []
+    assert libfgk.find_build_id_notes(None) == []
+
+
+def test_boot_info_hostile():
+    with pytest.raises(libfgk.InvalidError, match=r"^dump\.elf: fgkaslr_boot_info: need "
+                       r"at least 88 bytes, got 40$"):
+        libfgk.decode_boot_info(bytes(40), "dump.elf")
+    bi = libfgk.decode_boot_info(b"\xff" * 4096)
+    assert bi.size == libfgk.BOOT_INFO_SIZE_MAX and bi.flags == 0xffffffff
+    assert bi.flag_names().startswith("shuffled, seed given, seed bad, nofgkaslr")
+    assert list(bi.phase_cycles) == ["layout", "relocs", "kallsyms", "mcount", "text",
+                                     "tables"]
+
+
+@pytest.mark.parametrize("text,want", [
+    ("0x1e000000", 0x1e000000), ("1e000000", 0x1e000000), ("0", 0), ("0X200000", 0x200000)])
+def test_parse_offset_matches_cli(text, want, fg_elf):
+    """The binding's offset parser is the one the CLI's --offset uses: both
+    take the same text to the same value."""
+    assert libfgk.parse_offset(text, 0) == want
+
+    def runtime(off):
+        r = subprocess.run([str(FGK), "addr", str(fg_elf), "--seed", SEED, "--offset", off,
+                            "--json", "_start"], capture_output=True, text=True, check=True)
+        return int(json.loads(r.stdout)["runtime"], 16)
+    assert runtime(text) - runtime("0") == want
+
+
+@pytest.mark.parametrize("text", ["zz", "0x", "", "1 2", "0x10000000000000000"])
+def test_parse_offset_bad(text):
+    with pytest.raises(libfgk.InvalidError, match=r"^bad offset '.*': expected a hex number"):
+        libfgk.parse_offset(text)
+    with pytest.raises(libfgk.InvalidError, match="not a multiple of 0x200000"):
+        libfgk.parse_offset("0x1000")
+
+
+def test_parse_build_id():
+    assert libfgk.parse_build_id(" 0xABCDEF0123456789\n") == "abcdef0123456789"
+    for bad in ("abc", "abcdef01234567", "x" * 16, "ab" * 65, "0123456789abcdef\0"):
+        with pytest.raises(libfgk.InvalidError):
+            libfgk.parse_build_id(bad)

@@ -142,56 +142,33 @@ def seed_from_args(seed=None, seed_file=None, build_id=None):
 
 
 def parse_offset(text: str) -> int:
-    try:
-        v = int(text, 0)
-    except ValueError:
-        try:
-            v = int(text, 16)
-        except ValueError:
-            raise FgkError(f"bad offset {text!r}: expected a number like 0x1e000000") from None
-    if v % KASLR_ALIGN:
-        raise FgkError(f"offset {v:#x} is not a multiple of {KASLR_ALIGN:#x}")
-    return v
+    """--offset BASE -> int: hex (0x optional), a multiple of KASLR_ALIGN
+    (libfgk's fgk_offset_parse, the CLI's --offset)."""
+    return need_libfgk().parse_offset(text, KASLR_ALIGN)
 
 
-# struct fgkaslr_boot_info (include/linux/fgkaslr.h): the stable 88-byte
-# prefix every series version has (v4 appends u64 mcount_cycles after it)
-BOOT_INFO_FMT = "<IIIIQQQQQ32s"
-BOOT_INFO_SIZE = struct.calcsize(BOOT_INFO_FMT)       # 88
+# struct fgkaslr_boot_info (include/linux/fgkaslr.h): libfgk's
+# fgk_boot_info_decode knows its versions (88 bytes up to the seed, then
+# mcount_cycles, entropy_bits/src and phase_cycles appended)
+BOOT_INFO_SIZE = 88                     # FGK_BOOT_INFO_SIZE_MIN: every version has it
+BOOT_INFO_SIZE_MAX = 152                # FGK_BOOT_INFO_SIZE_MAX
 FGKASLR_BOOT_MAGIC = 0x4B474621
-FGKASLR_FLAGS = {0x01: "shuffled", 0x02: "seed given", 0x04: "seed bad",
-                 0x08: "nofgkaslr", 0x10: "did not fit", 0x20: "no memory",
-                 0x40: "bad ELF"}
 
 
-@dataclass
-class BootInfo:
-    magic: int
-    flags: int
-    nr_sections: int
-    text_start: int
-    text_end: int
-    text_used: int
-    seed: str
-
-    @property
-    def valid(self) -> bool:
-        return self.magic == FGKASLR_BOOT_MAGIC
-
-    @property
-    def shuffled(self) -> bool:
-        return bool(self.flags & 0x01)
-
-    def flag_names(self) -> str:
-        return ", ".join(n for b, n in FGKASLR_FLAGS.items() if self.flags & b) or "none"
+BootInfo = libfgk.BootInfo if libfgk is not None else None
 
 
-def decode_boot_info(data: bytes) -> BootInfo:
-    if len(data) < BOOT_INFO_SIZE:
-        raise FgkError(f"fgkaslr_boot_info: need {BOOT_INFO_SIZE} bytes, got {len(data)}")
-    (magic, flags, nr, _heap_used, _heap_size, _cycles, start, end, used,
-     seed) = struct.unpack_from(BOOT_INFO_FMT, data, 0)
-    return BootInfo(magic, flags, nr, start, end, used, seed.hex())
+def boot_info_read_size(symbol_size: int | None) -> int:
+    """Bytes of fgkaslr_boot_info to read: its symbol's size (so the fields
+    this kernel's series version appends are decoded), at least the
+    stable prefix, at most what libfgk knows."""
+    return min(max(symbol_size or 0, BOOT_INFO_SIZE), BOOT_INFO_SIZE_MAX)
+
+
+def decode_boot_info(data: bytes, origin: str | None = None):
+    """libfgk.BootInfo of a copy of the kernel's fgkaslr_boot_info
+    (fgk_boot_info_decode); FgkError when it is too short."""
+    return need_libfgk().decode_boot_info(data, origin)
 
 
 # --------------------------------------------------------------------------
@@ -303,12 +280,10 @@ def quote(s: str) -> str:
 # --------------------------------------------------------------------------
 # build-id notes (ELF gABI note format; NT_GNU_BUILD_ID of GNU ld --build-id)
 
-NT_GNU_BUILD_ID = 3
-BUILD_ID_MIN, BUILD_ID_MAX = 8, 64          # descriptor sizes accepted
+BUILD_ID_MIN, BUILD_ID_MAX = 8, 64          # descriptor sizes accepted (FGK_BUILD_ID_*)
 NOTE_HEADER = 12                            # namesz, descsz, type (u32 each)
-_GNU_TAIL = struct.pack("<I", NT_GNU_BUILD_ID) + b"GNU\0"    # type + name
 PAGE = 0x1000
-EMBEDDED_LOOKBACK = 0x10000                 # how far back an ELF header is looked for
+EMBEDDED_LOOKBACK = 0x10000                 # FGK_NOTES_LOOKBACK
 SCAN_LIMIT = 64 << 20                       # bytes scanned from the start at most
 
 
@@ -317,55 +292,12 @@ def build_id_from_notes(data: bytes | None) -> str | None:
     return need_libfgk().build_id_from_notes(data)
 
 
-@dataclass(frozen=True)
-class BuildIdNote:
-    addr: int               # address of the note header (namesz)
-    build_id: str           # lowercase hex
-    embedded: bool          # inside an ELF image in memory (the vDSO), not the kernel's
-
-
-def _inside_elf_image(data: bytes, base: int, pos: int) -> bool:
-    """Is data[pos] inside an ELF64 image whose header starts on a page
-    boundary at most EMBEDDED_LOOKBACK bytes before it (the kernel carries
-    its vDSO images, with their own build-id notes, in .rodata)?  The
-    kernel's own .notes are not in any ELF image in memory."""
-    page = (base + pos) & ~(PAGE - 1)
-    while page >= base and base + pos - page <= EMBEDDED_LOOKBACK:
-        h = page - base
-        extent = 0
-        if data[h:h + 4] == b"\x7fELF" and len(data) >= h + 64:
-            if data[h + 4] == 2:            # ELFCLASS64 (the vDSO)
-                phoff, shoff = struct.unpack_from("<QQ", data, h + 0x20)
-                phent, phnum, shent, shnum = struct.unpack_from("<HHHH", data, h + 0x36)
-                extent = max(phoff + phent * phnum, shoff + shent * shnum)
-            elif data[h + 4] == 1:          # ELFCLASS32 (the 32-bit vDSO)
-                phoff, shoff = struct.unpack_from("<II", data, h + 0x1c)
-                phent, phnum, shent, shnum = struct.unpack_from("<HHHH", data, h + 0x2a)
-                extent = max(phoff + phent * phnum, shoff + shent * shnum)
-        if pos - h < extent:
-            return True
-        page -= PAGE
-    return False
-
-
 def find_build_id_notes(data: bytes, base: int = 0) -> list:
     """Every complete GNU build-id note in `data` (memory at address
-    `base`) whose header is 4-byte aligned in memory: namesz 4, descsz
-    BUILD_ID_MIN..BUILD_ID_MAX, type NT_GNU_BUILD_ID, name "GNU\\0", then
-    the descriptor.  [BuildIdNote] in address order; `embedded` marks the
-    notes of ELF images that the kernel carries as data (_inside_elf_image)."""
-    out = []
-    i = data.find(_GNU_TAIL, 8)
-    while i >= 0:
-        at = i - 8
-        if (base + at) % 4 == 0:
-            namesz, descsz = struct.unpack_from("<II", data, at)
-            end = at + NOTE_HEADER + 4 + descsz
-            if namesz == 4 and BUILD_ID_MIN <= descsz <= BUILD_ID_MAX and end <= len(data):
-                out.append(BuildIdNote(base + at, data[at + 16:end].hex(),
-                                       _inside_elf_image(data, base, at)))
-        i = data.find(_GNU_TAIL, i + 1)
-    return out
+    `base`), [libfgk.BuildIdNote] in address order, `embedded` marking the
+    notes of ELF images the kernel carries as data (the vDSO): libfgk's
+    fgk_notes_find_build_ids."""
+    return need_libfgk().find_build_id_notes(data, base)
 
 
 def _hole_end(read, addr: int, end: int):
@@ -393,7 +325,7 @@ def _hole_end(read, addr: int, end: int):
 
 @dataclass
 class BuildIdScan:
-    note: BuildIdNote | None = None
+    note: object = None                             # libfgk.BuildIdNote
     skipped: list = field(default_factory=list)     # embedded notes passed over
     scanned: int = 0                                # readable bytes read
     holes: int = 0                                  # unreadable ranges skipped
@@ -453,12 +385,6 @@ def scan_build_id(read, start: int, limit: int = SCAN_LIMIT, chunk: int = 1 << 2
 
 
 def parse_build_id(text: str) -> str:
-    """--build-id HEX -> lowercase hex (even length, 8 to 64 bytes)."""
-    t = text.strip().lower()
-    if t.startswith("0x"):
-        t = t[2:]
-    if not re.fullmatch(r"(?:[0-9a-f]{2}){%d,%d}" % (BUILD_ID_MIN, BUILD_ID_MAX), t):
-        raise FgkError(f"bad build-id {text!r}: expected {2 * BUILD_ID_MIN} to "
-                       f"{2 * BUILD_ID_MAX} hex digits (an even number), like the "
-                       "'Build ID' of 'readelf -n vmlinux'")
-    return t
+    """--build-id HEX -> lowercase hex (even length, 8 to 64 bytes):
+    libfgk's fgk_build_id_parse."""
+    return need_libfgk().parse_build_id(text)

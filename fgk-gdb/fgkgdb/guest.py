@@ -93,11 +93,11 @@ def check_banner(vm, banner, offset):
 
 
 def read_boot_info(vm, sym, offset) -> core.BootInfo:
-    data = read_guest(sym.addr + offset, core.BOOT_INFO_SIZE)
+    data = read_guest(sym.addr + offset, core.boot_info_read_size(sym.size))
     if data is None:
         raise FgkError(f"seed unreadable: cannot read fgkaslr_boot_info at "
                        f"{sym.addr + offset:#x}: pass --seed")
-    return core.decode_boot_info(data)
+    return core.decode_boot_info(data, f"fgkaslr_boot_info at {sym.addr + offset:#x}")
 
 
 def verify_seed(relinked, layout, offset, seed):

@@ -205,33 +205,83 @@ def test_decode_boot_info():
         core.decode_boot_info(b"\0" * 10)
 
 
-def test_boot_info_layout_matches_kernel_header():
-    """The struct in the kernel series' header has the fields we decode."""
-    repo = HERE.parent.parent
-    cands = [p for p in (repo / "build" / "kernel" / "build" / "include/linux/fgkaslr.h",
-                         repo / "build" / "linux-source-6.1" / "include/linux/fgkaslr.h")
-             if p.is_file()]
-    if not cands:
-        pytest.skip("no patched kernel tree with include/linux/fgkaslr.h")
-    text = cands[0].read_text()
+def _kernel_boot_info_fields(header: Path):
+    """[(name, offset, size, count)] of struct fgkaslr_boot_info in a
+    patched kernel's include/linux/fgkaslr.h (natural alignment, x86_64)."""
+    text = header.read_text()
     m = re.search(r"struct fgkaslr_boot_info \{(.*?)\};", text, re.S)
     if not m:
-        pytest.skip("include/linux/fgkaslr.h has no struct fgkaslr_boot_info")
-    fields = re.findall(r"^\s*(u8|u32|u64)\s+(\w+)(\[\w+\])?;", m.group(1), re.M)
+        pytest.skip(f"{header} has no struct fgkaslr_boot_info")
+    consts = {"FGKASLR_SEED_SIZE": 32}
+    enum = re.search(r"enum fgkaslr_phase \{(.*?)\};", text, re.S)
+    if enum:
+        names = re.findall(r"^\s*(FGKASLR_\w+)", enum.group(1), re.M)
+        consts.update({n: i for i, n in enumerate(names)})
     sizes = {"u8": 1, "u32": 4, "u64": 8}
-    assert [f[1] for f in fields][:2] == ["magic", "flags"]
-    # fgk-gdb decodes the stable prefix up to the seed; later series
-    # versions only append fields after it (v4: mcount_cycles, v5:
-    # entropy_bits and entropy_src, v7: the u64 array phase_cycles)
-    names = [f[1] for f in fields]
-    assert "seed" in names
-    prefix = fields[:names.index("seed") + 1]
-    total = sum(sizes[t] * (32 if arr else 1) for t, _, arr in prefix)
-    assert total == core.BOOT_INFO_SIZE
-    rest = fields[len(prefix):]
-    assert rest and all(t in sizes for t, _, _ in rest)
-    assert [n for _, n, arr in rest if arr] in ([], ["phase_cycles"])
-    assert [n for _, n, _ in rest][:1] == ["mcount_cycles"]
+    out, off = [], 0
+    for t, name, arr in re.findall(r"^\s*(u8|u32|u64)\s+(\w+)(?:\[(\w+)\])?;",
+                                   m.group(1), re.M):
+        size = sizes[t]
+        count = (consts[arr] if not arr.isdigit() else int(arr)) if arr else 1
+        off = (off + size - 1) // size * size
+        out.append((name, off, size, count))
+        off += size * count
+    return out
+
+
+@pytest.mark.parametrize("kver", ["6.1", "6.12"])
+def test_boot_info_decoder_matches_kernel_header(kver):
+    """libfgk's decoder reads every field of the struct in the kernel
+    series' header at the header's offset: a buffer with a distinct value
+    in each field, laid out from the header, decodes to those values."""
+    repo = HERE.parent.parent
+    kdir = "kernel" if kver == "6.1" else "kernel-6.12"
+    header = repo / "build" / kdir / "build" / "include/linux/fgkaslr.h"
+    if not header.is_file():
+        pytest.skip(f"no patched {kver} kernel tree ({header} missing: make kernel)")
+    fields = _kernel_boot_info_fields(header)
+    assert [f[0] for f in fields][:2] == ["magic", "flags"]
+    end = fields[-1][1] + fields[-1][2] * fields[-1][3]
+    assert end == core.BOOT_INFO_SIZE_MAX, \
+        f"{header}: struct is {end} bytes, libfgk knows {core.BOOT_INFO_SIZE_MAX}"
+    raw = bytearray(end)
+    want = {}
+    for k, (name, off, size, count) in enumerate(fields):
+        vals = [(0x11 * (k + 1) + i) % (1 << (8 * size)) for i in range(count)]
+        for i, v in enumerate(vals):
+            raw[off + i * size:off + (i + 1) * size] = v.to_bytes(size, "little")
+        want[name] = vals
+    bi = core.decode_boot_info(bytes(raw))
+    assert bi.size == end
+    for name, vals in want.items():
+        if name == "seed":
+            assert bi.seed == bytes(vals).hex()
+        elif name == "phase_cycles":
+            assert list(bi.phase_cycles.values()) == vals
+        else:
+            assert getattr(bi, name) == vals[0], name
+    # each older version is a prefix: the fields it lacks are None
+    seed_end = [f for f in fields if f[0] == "seed"][0][1] + 32
+    assert seed_end == core.BOOT_INFO_SIZE
+    old = core.decode_boot_info(bytes(raw[:seed_end]))
+    assert old.size == seed_end and old.mcount_cycles is None and old.phase_cycles is None
+    assert old.text_used == bi.text_used and old.seed == bi.seed
+
+
+def test_boot_info_versions_and_hostile_sizes():
+    raw = bytes(range(256)) * 2
+    sizes = {n: core.decode_boot_info(raw[:n]).size for n in range(88, 200)}
+    assert set(sizes.values()) == {88, 96, 104, 152}
+    assert sizes[95] == 88 and sizes[96] == 96 and sizes[151] == 104 and sizes[199] == 152
+    for n in (0, 1, 87):
+        with pytest.raises(FgkError, match="need at least 88 bytes, got %d" % n) as e:
+            core.decode_boot_info(raw[:n], "fgkaslr_boot_info at 0xffffffff82000000")
+        assert str(e.value).startswith("fgkaslr_boot_info at 0xffffffff82000000: ")
+        assert "\n" not in str(e.value)
+    assert core.boot_info_read_size(None) == 88
+    assert core.boot_info_read_size(152) == 152
+    assert core.boot_info_read_size(4096) == 152
+    assert "0x80000000" in core.decode_boot_info(b"\0\0\0\0\0\0\0\x80" + bytes(80)).flag_names()
 
 
 # --------------------------------------------------------------------------

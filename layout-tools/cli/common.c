@@ -223,30 +223,10 @@ int cli_help(const struct cli_cmd *cmd)
 
 bool cli_parse_hex(const char *s, uint64_t *ret)
 {
-	uint64_t v = 0;
-	size_t digits = 0;
+	struct fgk_error *err = fgk_offset_parse(s, 0, ret);
 
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-		s += 2;
-	for (; *s; s++, digits++) {
-		int d;
-
-		if (*s >= '0' && *s <= '9')
-			d = *s - '0';
-		else if (*s >= 'a' && *s <= 'f')
-			d = *s - 'a' + 10;
-		else if (*s >= 'A' && *s <= 'F')
-			d = *s - 'A' + 10;
-		else
-			return false;
-		if (v >> 60)
-			return false;	/* more than 64 bits */
-		v = v << 4 | (uint64_t)d;
-	}
-	if (!digits)
-		return false;
-	*ret = v;
-	return true;
+	fgk_error_free(err);
+	return !err;
 }
 
 bool cli_target_option(struct cli_target *t, int opt, const char *arg)

@@ -28,7 +28,8 @@ import inputs as I  # noqa: E402
 # relative share of the time; slow harnesses (whole-ELF) get more
 WEIGHTS = {"fuzz_elf": 3, "fuzz_relink": 3, "fuzz_kallsyms": 2, "fuzz_vmcore": 2,
            "fuzz_kallsyms_capture": 2,
-           "fuzz_oops": 2, "fuzz_seed": 1, "fuzz_vmcoreinfo": 1, "fuzz_lineprog": 1}
+           "fuzz_oops": 2, "fuzz_seed": 1, "fuzz_vmcoreinfo": 1, "fuzz_lineprog": 1,
+           "fuzz_notes": 1}
 NEEDS_VMLINUX = {"fuzz_kallsyms", "fuzz_oops", "fuzz_kallsyms_capture"}
 ELF_FIXTURES = ["fixture.elf", "fixture-rel.elf", "nokallsyms.elf", "relocs.elf",
                 "notext.elf", "overlap.elf", "short.elf", "nofit.elf",
@@ -87,6 +88,22 @@ def seeds(name, fix):
             "record-note": I.record(note="from a test", offset=None),
             "record-comments": b"# a record\n\n" + I.record(build_id=None),
         })
+    elif name == "fuzz_notes":
+        # guest memory at a page: a kernel build-id note, an ELF64 image
+        # (the vDSO) with its own; a struct fgkaslr_boot_info; typed text
+        base = (0xffffffff81000000).to_bytes(8, "little")
+        gnu = I.note("GNU", 3, bytes(range(20)))
+        img = bytearray(0x1000)
+        img[:7] = b"\x7fELF\x02\x01\x01"
+        img[0x20:0x28] = (64).to_bytes(8, "little")
+        img[0x28:0x30] = (0xc00).to_bytes(8, "little")
+        img[0x36:0x3e] = bytes([56, 0, 4, 0, 64, 0, 8, 0])
+        img[0x400:0x400 + len(gnu)] = gnu
+        out["memory"] = base + bytes(0xc8) + gnu + bytes(0x1000 - 0xc8 - len(gnu)) + bytes(img)
+        out["notes"] = I.note("Linux", 1, b"6.1") + gnu
+        out["boot-info"] = (0x4b474621).to_bytes(4, "little") + bytes(range(148))
+        out["build-id"] = b"0x" + bytes(range(20)).hex().encode()
+        out["offset"] = b"0x1e000000"
     elif name == "fuzz_vmcoreinfo":
         out.update({
             "full": I.vmcoreinfo(),

@@ -895,6 +895,184 @@ START_TEST(test_symoff_parse)
 }
 END_TEST
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> 8 * i);
+}
+
+START_TEST(test_boot_info_decode)
+{
+	uint8_t raw[160];
+	struct fgk_boot_info bi;
+	struct fgk_error *err;
+
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (uint8_t)i;
+	put32(raw, FGK_BOOT_INFO_MAGIC);
+	put32(raw + 4, 0x03);
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, 88, NULL, &bi));
+	ck_assert_uint_eq(bi.size, 88);
+	ck_assert_uint_eq(bi.has, 0);
+	ck_assert_uint_eq(bi.magic, FGK_BOOT_INFO_MAGIC);
+	ck_assert_uint_eq(bi.flags, 3);
+	ck_assert_uint_eq(bi.nr_sections, 0x0b0a0908);
+	ck_assert(bi.text_start == 0x2726252423222120ull);
+	ck_assert_uint_eq(bi.seed.bytes[0], 56);
+	ck_assert_uint_eq(bi.seed.bytes[31], 87);
+	ck_assert(bi.mcount_cycles == 0);
+	/* sizes between versions decode the older one */
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, 103, NULL, &bi));
+	ck_assert_uint_eq(bi.size, 96);
+	ck_assert_uint_eq(bi.has, FGK_BOOT_HAS_MCOUNT);
+	ck_assert(bi.mcount_cycles == 0x5f5e5d5c5b5a5958ull);
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, 104, NULL, &bi));
+	ck_assert_uint_eq(bi.has, FGK_BOOT_HAS_MCOUNT | FGK_BOOT_HAS_ENTROPY);
+	ck_assert_uint_eq(bi.entropy_bits, 0x63626160);
+	ck_assert_uint_eq(bi.entropy_src, 0x67666564);
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, sizeof(raw), NULL, &bi));
+	ck_assert_uint_eq(bi.size, FGK_BOOT_INFO_SIZE_MAX);
+	ck_assert(bi.phase_cycles[0] == 0x6f6e6d6c6b6a6968ull);
+	ck_assert(bi.phase_cycles[5] == 0x9796959493929190ull);
+	/* too short: one line naming where the bytes came from */
+	err = fgk_boot_info_decode(raw, 87, "guest memory", &bi);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_int_eq(err->code, FGK_ERR_INVALID);
+	ck_assert_str_eq(err->path, "guest memory");
+	ck_assert_ptr_null(strchr(err->message, '\n'));
+	fgk_error_free(err);
+	err = fgk_boot_info_decode(NULL, 0, NULL, &bi);
+	ck_assert_ptr_nonnull(err);
+	fgk_error_free(err);
+	ck_assert_str_eq(fgk_boot_info_flag_name(0x01), "shuffled");
+	ck_assert_str_eq(fgk_boot_info_flag_name(0x40), "bad ELF");
+	ck_assert_ptr_null(fgk_boot_info_flag_name(0x100));
+	ck_assert_ptr_null(fgk_boot_info_flag_name(0x03));
+	ck_assert_str_eq(fgk_boot_info_phase_name(1), "relocs");
+	ck_assert_ptr_null(fgk_boot_info_phase_name(FGK_BOOT_PHASES));
+}
+END_TEST
+
+static size_t put_note(uint8_t *p, uint32_t type, size_t descsz, uint8_t fill)
+{
+	put32(p, 4);
+	put32(p + 4, (uint32_t)descsz);
+	put32(p + 8, type);
+	memcpy(p + 12, "GNU", 4);
+	memset(p + 16, fill, descsz);
+	return 16 + descsz;
+}
+
+START_TEST(test_notes_find_build_ids)
+{
+	uint8_t mem[0x3000];
+	struct fgk_build_id_note *notes;
+	size_t n;
+	const uint64_t base = 0xffffffff81000000ull;
+
+	memset(mem, 0xcc, sizeof(mem));
+	put_note(mem + 0x0c8, 3, 20, 0xab);	/* found */
+	put_note(mem + 0x202, 3, 20, 0x01);	/* misaligned in memory */
+	put_note(mem + 0x400, 3, 65, 0x02);	/* too long for a build-id */
+	put_note(mem + 0x600, 1, 20, 0x03);	/* not NT_GNU_BUILD_ID */
+	put_note(mem + 0x800, 3, 8, 0x04);	/* the shortest accepted */
+	/* an ELF64 image at 0x1000 whose section headers end at 0x1000 + 0xe00 */
+	memset(mem + 0x1000, 0, 64);
+	memcpy(mem + 0x1000, "\x7f" "ELF\x02\x01\x01", 7);
+	put32(mem + 0x1000 + 0x20, 64);			/* e_phoff */
+	put32(mem + 0x1000 + 0x28, 0xc00);		/* e_shoff */
+	mem[0x1000 + 0x36] = 56;			/* e_phentsize */
+	mem[0x1000 + 0x38] = 4;				/* e_phnum */
+	mem[0x1000 + 0x3a] = 64;			/* e_shentsize */
+	mem[0x1000 + 0x3c] = 8;				/* e_shnum */
+	put_note(mem + 0x1400, 3, 20, 0x05);		/* in the image */
+	put_note(mem + 0x2000, 3, 20, 0x06);		/* after its extent */
+	ck_assert_ptr_null(fgk_notes_find_build_ids(mem, sizeof(mem), base, &notes, &n));
+	ck_assert_uint_eq(n, 4);
+	ck_assert(notes[0].addr == base + 0x0c8 && !notes[0].embedded);
+	ck_assert_str_eq(notes[0].build_id, "abababababababababababababababababababab");
+	ck_assert(notes[1].addr == base + 0x800 && notes[1].size == 8);
+	ck_assert_str_eq(notes[1].build_id, "0404040404040404");
+	ck_assert(notes[2].addr == base + 0x1400 && notes[2].embedded);
+	ck_assert(notes[3].addr == base + 0x2000 && !notes[3].embedded);
+	free(notes);
+	/* alignment is the memory's: at base + 2 the note at 0x202 is aligned */
+	ck_assert_ptr_null(fgk_notes_find_build_ids(mem, 0x300, base + 2, &notes, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert(notes[0].addr == base + 2 + 0x202);
+	free(notes);
+	/* a note cut at the end is not reported; nothing and NULL are fine */
+	ck_assert_ptr_null(fgk_notes_find_build_ids(mem, 0x0c8 + 35, base, &notes, &n));
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_null(fgk_notes_find_build_ids(NULL, 0, 0, &notes, &n));
+	ck_assert_uint_eq(n, 0);
+	/* an image header near address 0 and a huge header table: no wrap */
+	memset(mem, 0, 0x100);
+	memcpy(mem, "\x7f" "ELF\x02", 5);
+	memset(mem + 0x20, 0xff, 16);
+	memset(mem + 0x36, 0xff, 8);
+	put_note(mem + 0x80, 3, 20, 0x07);
+	ck_assert_ptr_null(fgk_notes_find_build_ids(mem, 0x100, 0, &notes, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert(notes[0].embedded);
+	free(notes);
+	/* at the top of the address space: nothing past it (no wrap) */
+	ck_assert_ptr_null(fgk_notes_find_build_ids(mem, sizeof(mem), -(uint64_t)0x1000,
+						    &notes, &n));
+	ck_assert_uint_eq(n, 2);
+	ck_assert(notes[0].addr == -(uint64_t)0x1000 + 0x80);
+	ck_assert(notes[1].addr == -(uint64_t)0x1000 + 0x800);
+	free(notes);
+}
+END_TEST
+
+START_TEST(test_build_id_and_offset_parse)
+{
+	char *hex;
+	uint64_t v = 7;
+	struct fgk_error *err;
+
+	ck_assert_ptr_null(fgk_build_id_parse(" 0xABCDEF0123456789 \n", &hex));
+	ck_assert_str_eq(hex, "abcdef0123456789");
+	free(hex);
+	static const char *const bad_ids[] = {
+		"", "0x", "abc", "abcdef01234567", "zz23456789abcdef",
+		"0123456789abcdef 0", NULL,
+	};
+	for (int i = 0; bad_ids[i]; i++) {
+		err = fgk_build_id_parse(bad_ids[i], &hex);
+		ck_assert_ptr_nonnull(err);
+		ck_assert_ptr_null(hex);
+		ck_assert_int_eq(err->code, FGK_ERR_INVALID);
+		ck_assert_ptr_null(strchr(err->message, '\n'));
+		fgk_error_free(err);
+	}
+	ck_assert_ptr_null(fgk_offset_parse("0x1e000000", FGK_KASLR_ALIGN, &v));
+	ck_assert(v == 0x1e000000);
+	ck_assert_ptr_null(fgk_offset_parse("0", FGK_KASLR_ALIGN, &v));
+	ck_assert(v == 0);
+	ck_assert_ptr_null(fgk_offset_parse("ffffffffffffffff", 0, &v));
+	ck_assert(v == UINT64_MAX);
+	ck_assert_ptr_null(fgk_offset_parse("0X1000", 0, &v));
+	ck_assert(v == 0x1000);
+	err = fgk_offset_parse("0x1000", FGK_KASLR_ALIGN, &v);
+	ck_assert_ptr_nonnull(err);
+	ck_assert_str_eq(err->message, "offset 0x1000 is not a multiple of 0x200000");
+	fgk_error_free(err);
+	static const char *const bad_offsets[] = {
+		"", "0x", "zz", "0x10000000000000000", "1 ", "-1", NULL,
+	};
+	for (int i = 0; bad_offsets[i]; i++) {
+		v = 7;
+		err = fgk_offset_parse(bad_offsets[i], 0, &v);
+		ck_assert_ptr_nonnull(err);
+		ck_assert(v == 7);
+		ck_assert_int_eq(err->code, FGK_ERR_INVALID);
+		fgk_error_free(err);
+	}
+}
+END_TEST
+
 START_TEST(test_outputs_and_temp_files)
 {
 	char dir[] = "/tmp/fgk-check-XXXXXX", path[256], link[256], stale[300], live[300];
@@ -1105,6 +1283,9 @@ static Suite *fgk_suite(void)
 	tc = tcase_create("hostile");
 	tcase_add_test(tc, test_vmcoreinfo_strict);
 	tcase_add_test(tc, test_symoff_parse);
+	tcase_add_test(tc, test_boot_info_decode);
+	tcase_add_test(tc, test_notes_find_build_ids);
+	tcase_add_test(tc, test_build_id_and_offset_parse);
 	tcase_add_test(tc, test_outputs_and_temp_files);
 	suite_add_tcase(s, tc);
 

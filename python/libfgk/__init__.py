@@ -47,7 +47,8 @@ __all__ = [
     "Vmlinux", "Layout", "Section", "Symbol", "SectionInfo", "Addr",
     "VmcoreInfo", "read_vmcore", "parse_vmcoreinfo", "unflatten",
     "kernel_offset_scan", "seed_scan", "module_name_eq", "find_module", "module_files",
-    "build_id_from_notes",
+    "build_id_from_notes", "BuildIdNote", "find_build_id_notes", "parse_build_id",
+    "parse_offset", "BootInfo", "decode_boot_info",
 ]
 
 REPO = Path(__file__).resolve().parent.parent.parent
@@ -247,6 +248,28 @@ class _Fetch(Structure):
     _fields_ = [("path", c_char_p), ("url", c_char_p)]
 
 
+BUILD_ID_MIN, BUILD_ID_MAX = 8, 64          # FGK_BUILD_ID_MIN/MAX
+KASLR_ALIGN = 0x200000                      # FGK_KASLR_ALIGN
+BOOT_INFO_MAGIC = 0x4B474621                # FGK_BOOT_INFO_MAGIC
+BOOT_INFO_SIZE_MIN, BOOT_INFO_SIZE_MAX = 88, 152
+BOOT_PHASES = 6
+BOOT_HAS_MCOUNT, BOOT_HAS_ENTROPY, BOOT_HAS_PHASES = 1, 2, 4
+
+
+class _BuildIdNote(Structure):
+    _fields_ = [("addr", c_uint64), ("size", c_size_t),
+                ("build_id", c_char * (2 * BUILD_ID_MAX + 1)), ("embedded", c_bool)]
+
+
+class _BootInfo(Structure):
+    _fields_ = [("size", c_size_t), ("has", c_uint32), ("magic", c_uint32),
+                ("flags", c_uint32), ("nr_sections", c_uint32), ("heap_used", c_uint32),
+                ("heap_size", c_uint64), ("cycles", c_uint64), ("text_start", c_uint64),
+                ("text_end", c_uint64), ("text_used", c_uint64), ("seed", _Seed),
+                ("mcount_cycles", c_uint64), ("entropy_bits", c_uint32),
+                ("entropy_src", c_uint32), ("phase_cycles", c_uint64 * BOOT_PHASES)]
+
+
 # Every ctypes mirror of a struct in <fgk/fgk.h>: tests/test_libfgk.py
 # compiles the header and checks each field's offset and size, the struct's
 # size, and that the header's struct has no field the mirror lacks.
@@ -255,7 +278,7 @@ _MIRRORS = {
     "fgk_section": _Section, "fgk_symbol": _Symbol, "fgk_section_info": _SectionInfo,
     "fgk_addr": _Addr, "fgk_relink_stats": _RelinkStats,
     "fgk_relink_result": _RelinkResult, "fgk_vmcoreinfo": _Vmcoreinfo,
-    "fgk_fetch": _Fetch,
+    "fgk_fetch": _Fetch, "fgk_build_id_note": _BuildIdNote, "fgk_boot_info": _BootInfo,
 }
 
 _ERR = POINTER(_Error)
@@ -321,6 +344,13 @@ _PROTOTYPES = {
     "fgk_module_close": (None, [c_void_p]),
     "fgk_module_name_eq": (c_bool, [c_char_p, c_size_t, c_char_p, c_size_t]),
     "fgk_notes_build_id": (_ERR, [c_char_p, c_size_t, POINTER(c_void_p)]),
+    "fgk_notes_find_build_ids": (_ERR, [c_char_p, c_size_t, c_uint64,
+                                        POINTER(POINTER(_BuildIdNote)), POINTER(c_size_t)]),
+    "fgk_build_id_parse": (_ERR, [c_char_p, POINTER(c_void_p)]),
+    "fgk_offset_parse": (_ERR, [c_char_p, c_uint64, POINTER(c_uint64)]),
+    "fgk_boot_info_decode": (_ERR, [c_char_p, c_size_t, c_char_p, POINTER(_BootInfo)]),
+    "fgk_boot_info_flag_name": (c_char_p, [c_uint32]),
+    "fgk_boot_info_phase_name": (c_char_p, [c_uint]),
     "fgk_module_find": (_ERR, [POINTER(c_char_p), c_char_p, POINTER(c_void_p)]),
     "fgk_module_each": (_ERR, [POINTER(c_char_p), _MODULE_EACH_FN, c_void_p]),
 }
@@ -954,3 +984,103 @@ def build_id_from_notes(data) -> str | None:
     data = bytes(data)
     _check(_L().fgk_notes_build_id(data, len(data), byref(out)))
     return _take_string(out)
+
+
+# --------------------------------------------------------------------------
+# build-id notes in memory, build-id and offset text (lib/notes.c)
+
+@dataclass(frozen=True)
+class BuildIdNote:
+    addr: int               # address of the note header (namesz)
+    build_id: str           # lowercase hex
+    embedded: bool          # inside an ELF image in memory (the vDSO), not the kernel's
+
+
+def find_build_id_notes(data, base: int = 0) -> list:
+    """Every complete GNU build-id note in `data` (a copy of memory at
+    address `base`) whose header is 4-byte aligned in memory, in address
+    order; `embedded` marks the notes of ELF images carried as data
+    (fgk_notes_find_build_ids)."""
+    data = bytes(data or b"")
+    arr, n = POINTER(_BuildIdNote)(), c_size_t()
+    _check(_L().fgk_notes_find_build_ids(data, len(data), base, byref(arr), byref(n)))
+    try:
+        return [BuildIdNote(arr[i].addr, _s(arr[i].build_id), bool(arr[i].embedded))
+                for i in range(n.value)]
+    finally:
+        _libc.free(ctypes.cast(arr, c_void_p))
+
+
+def parse_build_id(text) -> str:
+    """A build-id as typed (blanks and 0x allowed) -> lowercase hex, 16 to
+    128 digits; InvalidError otherwise (fgk_build_id_parse)."""
+    out = c_void_p()
+    _check(_L().fgk_build_id_parse(_text(text, "build-id"), byref(out)))
+    return _take_string(out)
+
+
+def parse_offset(text, align: int = KASLR_ALIGN) -> int:
+    """A KASLR base offset as typed (hex, 0x optional) -> int, a multiple of
+    `align` (0: any); InvalidError otherwise (fgk_offset_parse)."""
+    v = c_uint64()
+    _check(_L().fgk_offset_parse(_text(text, "offset"), align, byref(v)))
+    return v.value
+
+
+# --------------------------------------------------------------------------
+# the kernel's struct fgkaslr_boot_info (lib/bootinfo.c)
+
+@dataclass(frozen=True)
+class BootInfo:
+    size: int               # bytes decoded: 88, 96, 104 or 152
+    magic: int
+    flags: int
+    nr_sections: int
+    heap_used: int
+    heap_size: int
+    cycles: int
+    text_start: int
+    text_end: int
+    text_used: int
+    seed: str               # 64 lowercase hex digits
+    mcount_cycles: int | None = None
+    entropy_bits: int | None = None
+    entropy_src: int | None = None
+    phase_cycles: dict | None = None    # {phase name: cycles}
+
+    @property
+    def valid(self) -> bool:
+        return self.magic == BOOT_INFO_MAGIC
+
+    @property
+    def shuffled(self) -> bool:
+        return bool(self.flags & 0x01)
+
+    def flag_names(self) -> str:
+        """The set FGKASLR_F_* flags by name ("none" without any)."""
+        names = []
+        for bit in range(32):
+            if self.flags & (1 << bit):
+                n = _L().fgk_boot_info_flag_name(1 << bit)
+                names.append(_s(n) if n else f"{1 << bit:#x}")
+        return ", ".join(names) or "none"
+
+
+def decode_boot_info(data, origin=None) -> BootInfo:
+    """Decode a copy of the kernel's fgkaslr_boot_info (pass the object's
+    size to get the fields later versions append); InvalidError naming
+    `origin` when it is too short (fgk_boot_info_decode)."""
+    data = bytes(data or b"")
+    bi = _BootInfo()
+    _check(_L().fgk_boot_info_decode(data, len(data),
+                                     None if origin is None else _text(origin, "origin"),
+                                     byref(bi)))
+    phases = None
+    if bi.has & BOOT_HAS_PHASES:
+        phases = {_s(_L().fgk_boot_info_phase_name(i)): bi.phase_cycles[i]
+                  for i in range(BOOT_PHASES)}
+    return BootInfo(bi.size, bi.magic, bi.flags, bi.nr_sections, bi.heap_used, bi.heap_size,
+                    bi.cycles, bi.text_start, bi.text_end, bi.text_used, format_seed(bi.seed),
+                    bi.mcount_cycles if bi.has & BOOT_HAS_MCOUNT else None,
+                    bi.entropy_bits if bi.has & BOOT_HAS_ENTROPY else None,
+                    bi.entropy_src if bi.has & BOOT_HAS_ENTROPY else None, phases)
