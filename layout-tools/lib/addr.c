@@ -19,7 +19,7 @@
  * sized_too, a sized symbol is cut at the next symbol inside it too (inner
  * labels), which is the least size a trace can print for it.
  */
-uint64_t vm_symbol_extent(struct fgk_vmlinux *vm, const struct vm_symbol *s,
+uint64_t fgk__symbol_extent(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
 			  bool sized_too)
 {
 	const GElf_Shdr *sh;
@@ -37,7 +37,7 @@ uint64_t vm_symbol_extent(struct fgk_vmlinux *vm, const struct vm_symbol *s,
 	if (s->size && s->value + s->size < end)
 		end = s->value + s->size;
 	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct vm_symbol *o = &vm->syms[i];
+		const struct fgk__symbol *o = &vm->syms[i];
 
 		if (o->shndx != s->shndx || o->value <= s->value || o->value >= end ||
 		    !o->name[0] || o->name[0] == '$' || !strncmp(o->name, ".L", 2) ||
@@ -118,15 +118,15 @@ static struct fgk_error *translate_address(struct fgk_vmlinux *vm,
 	uint64_t link;
 
 	if (v < offset)
-		return fgk_error_new(FGK_ERR_LOOKUP, NULL,
+		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
 				     "%s: address outside the kernel image (below the base offset 0x%llx)",
 				     p, (unsigned long long)offset);
 	if (!fgk_layout_unmap(l, v - offset, &link))
-		return fgk_error_new(FGK_ERR_LOOKUP, NULL,
+		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
 				     "%s: address in the int3 padding between shuffled functions (no function there with this seed)",
 				     p);
 	if (!fgk_vmlinux_contains(vm, link))
-		return fgk_error_new(FGK_ERR_LOOKUP, NULL,
+		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
 				     "%s: address outside the kernel image %s (base offset 0x%llx)",
 				     p, fgk_vmlinux_path(vm),
 				     (unsigned long long)offset);
@@ -151,19 +151,19 @@ static struct fgk_error *translate_symbol(struct fgk_vmlinux *vm,
 	uint64_t link;
 
 	if (fgk_symoff_parse(p, n, FGK_SYMOFF_LOOSE, &so) != n)
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "%s: not an address or SYMBOL[+OFF[/SIZE]] (OFF, SIZE hex)",
 				     p);
 	p[so.name_len] = '\0';	/* the name; /SIZE is ignored */
 	err = fgk_symbol_lookup(vm, p, &sym);
 	if (err) {
 		fgk_error_free(err);
-		return fgk_error_new(FGK_ERR_LOOKUP, NULL, "%s: no such symbol in %s",
+		return fgk__error_new(FGK_ERR_LOOKUP, NULL, "%s: no such symbol in %s",
 				     p, fgk_vmlinux_path(vm));
 	}
 	if (so.off && (sym.addr + so.off < sym.addr ||
 		       !fgk_vmlinux_contains(vm, sym.addr + so.off)))
-		return fgk_error_new(FGK_ERR_LOOKUP, NULL,
+		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
 				     "%s+0x%llx: beyond the kernel image %s",
 				     p, (unsigned long long)so.off, fgk_vmlinux_path(vm));
 	link = sym.addr + so.off;
@@ -192,7 +192,7 @@ struct fgk_error *fgk_addr_translate(struct fgk_vmlinux *vm,
 	while (len && isspace((unsigned char)item[len - 1]))
 		len--;
 	if (len > FGK_ADDR_ITEM_MAX)
-		return fgk_error_new(FGK_ERR_INVALID, NULL, "%.40s...: item too long",
+		return fgk__error_new(FGK_ERR_INVALID, NULL, "%.40s...: item too long",
 				     item);
 	memcpy(buf, item, len);
 	buf[len] = '\0';

@@ -90,7 +90,7 @@ static struct fgk_error *add_region(struct fgk_audit *a, size_t *cap,
 
 static uint64_t sym_value(struct fgk_vmlinux *vm, const char *name, bool *found)
 {
-	const struct vm_symbol *s = vm_find_symbol(vm, name);
+	const struct fgk__symbol *s = fgk__find_symbol(vm, name);
 
 	*found = s != NULL;
 	return s ? s->value : 0;
@@ -141,7 +141,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	struct fgk_dwarf *dw = NULL;
 
 	*ret = NULL;
-	err = vm_require_symtab(vm, "the text region bounds");
+	err = fgk__require_symtab(vm, "the text region bounds");
 	if (err)
 		return err;
 	a = calloc(1, sizeof(*a));
@@ -153,7 +153,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
-		if (!vm_section_randomized(&vm->secs[i]))
+		if (!fgk__section_randomized(&vm->secs[i]))
 			continue;
 		a->sections++;
 		if (sh->sh_addr < rstart)
@@ -167,7 +167,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	if (!have_stext)
 		stext = sym_value(vm, "_text", &have_stext);
 	if (!have_stext) {
-		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				    "no _stext or _text symbol: not a kernel image");
 		goto fail;
 	}
@@ -180,11 +180,11 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
 		if (sh->sh_addr <= stext && stext < sh->sh_addr + sh->sh_size &&
-		    (sh->sh_flags & SHF_EXECINSTR) && !vm_section_randomized(&vm->secs[i]))
+		    (sh->sh_flags & SHF_EXECINSTR) && !fgk__section_randomized(&vm->secs[i]))
 			text_end = sh->sh_addr + sh->sh_size;
 	}
 	if (!text_end) {
-		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				    "no executable section holds _stext: not a kernel image");
 		goto fail;
 	}
@@ -203,7 +203,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		if (!f1 || !f2)
 			continue;
 		if (e < s) {
-			err = fgk_error_new(FGK_ERR_ELF, vm->path, "%s above %s",
+			err = fgk__error_new(FGK_ERR_ELF, vm->path, "%s above %s",
 					    bounded[k].start, bounded[k].end);
 			goto fail;
 		}
@@ -232,7 +232,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 
 		if (sh->sh_type != SHT_PROGBITS || !sh->sh_size ||
 		    (sh->sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR) ||
-		    vm_section_randomized(&vm->secs[i]) ||
+		    fgk__section_randomized(&vm->secs[i]) ||
 		    (sh->sh_addr <= stext && stext < sh->sh_addr + sh->sh_size))
 			continue;
 		memset(&r, 0, sizeof(r));
@@ -263,7 +263,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 
 	/* functions */
 	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct vm_symbol *s = &vm->syms[i];
+		const struct fgk__symbol *s = &vm->syms[i];
 
 		if (s->type != STT_FUNC || !s->size || s->shndx >= vm->shnum)
 			continue;
@@ -401,7 +401,7 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 			addr = addr << 4 | (uint64_t)d;
 		}
 		if (!digits || digits > 16 || le - q < 3 || memcmp(q, " : ", 3)) {
-			err = fgk_error_new(FGK_ERR_INVALID, path,
+			err = fgk__error_new(FGK_ERR_INVALID, path,
 					    "line %zu: not a gadget line (0xADDRESS : instructions)",
 					    lineno);
 			goto out;
@@ -410,7 +410,7 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 		while (le > insns && (le[-1] == '\r' || le[-1] == ' '))
 			le--;
 		if (le == insns) {
-			err = fgk_error_new(FGK_ERR_INVALID, path,
+			err = fgk__error_new(FGK_ERR_INVALID, path,
 					    "line %zu: gadget without instructions", lineno);
 			goto out;
 		}
@@ -448,7 +448,7 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 		hashes[cls][nh[cls]++] = insn_hash(insns, le);
 	}
 	if (!ngadgets) {
-		err = fgk_error_new(FGK_ERR_INVALID, path,
+		err = fgk__error_new(FGK_ERR_INVALID, path,
 				    "no gadget lines (expected a gadget finder's '0xADDRESS : instructions')");
 		goto out;
 	}

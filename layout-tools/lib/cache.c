@@ -101,18 +101,18 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 	struct stat st;
 
 	if (lstat(path, &st) < 0)
-		return fgk_error_os(errno, path, "cannot use relinked file");
+		return fgk__error_os(errno, path, "cannot use relinked file");
 	if (!S_ISREG(st.st_mode))
-		return fgk_error_new(FGK_ERR_INVALID, path,
+		return fgk__error_new(FGK_ERR_INVALID, path,
 				     "relinked file is not a regular file");
 	if (st.st_size == 0)
-		return fgk_error_new(FGK_ERR_INVALID, path, "relinked file is empty");
+		return fgk__error_new(FGK_ERR_INVALID, path, "relinked file is empty");
 	err = fgk_vmlinux_open(path, &c);
 	if (err)
 		return err;
 	cid = fgk_vmlinux_build_id(c);
 	if (!id || !cid || strcmp(id, cid)) {
-		err = fgk_error_new(FGK_ERR_BUILD_ID, path,
+		err = fgk__error_new(FGK_ERR_BUILD_ID, path,
 				    "relinked file has build-id %s, not %s's %s",
 				    cid ? cid : "(none)", vm->path, id ? id : "(none)");
 		goto out;
@@ -128,15 +128,15 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 
 		for (size_t i = 1; i < vm->shnum; i++) {
 			const GElf_Shdr *a = &vm->secs[i].shdr, *b;
-			bool rnd = vm_section_randomized(&vm->secs[i]);
+			bool rnd = fgk__section_randomized(&vm->secs[i]);
 			size_t t;
 
 			if (rnd && folded)
 				continue;
-			if (vm_section_relocates(vm, i, &t))
+			if (fgk__section_relocates(vm, i, &t))
 				continue;	/* relocations: not in vmlinux.fgk */
 			if (j >= c->shnum) {
-				err = fgk_error_new(FGK_ERR_INVALID, path,
+				err = fgk__error_new(FGK_ERR_INVALID, path,
 						    "relinked file has %zu sections, too few for %s (stripped or another file)",
 						    c->shnum, vm->path);
 				goto out;
@@ -149,7 +149,7 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 			    (a->sh_size != b->sh_size &&	/* + FGK_FOLDED_TEXT */
 			     (strcmp(c->secs[j].name, ".shstrtab") ||
 			      b->sh_size != a->sh_size + sizeof(FGK_FOLDED_TEXT)))) {
-				err = fgk_error_new(FGK_ERR_INVALID, path,
+				err = fgk__error_new(FGK_ERR_INVALID, path,
 						    "relinked file: section %zu (%s) differs from %s's (%s): stripped, another file or an older fgk's",
 						    j, c->secs[j].name, vm->path,
 						    rnd ? FGK_FOLDED_TEXT : vm->secs[i].name);
@@ -159,7 +159,7 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 			j++;
 		}
 		if (j != c->shnum)
-			err = fgk_error_new(FGK_ERR_INVALID, path,
+			err = fgk__error_new(FGK_ERR_INVALID, path,
 					    "relinked file has %zu sections, %zu expected from %s",
 					    c->shnum, j, vm->path);
 	}
@@ -183,9 +183,9 @@ static struct fgk_error *drop_entry(const char *cache)
 
 	if (lstat(cache, &st) < 0)
 		return errno == ENOENT ? NULL :
-		       fgk_error_os(errno, cache, "cannot replace cache entry");
+		       fgk__error_os(errno, cache, "cannot replace cache entry");
 	if (S_ISDIR(st.st_mode) ? rmdir(cache) < 0 : unlink(cache) < 0)
-		return fgk_error_os(errno, cache,
+		return fgk__error_os(errno, cache,
 				    "bad cache entry (%s) that cannot be removed; remove it by hand",
 				    S_ISDIR(st.st_mode) ? "a directory" : "not a usable relinked vmlinux");
 	return NULL;
@@ -332,13 +332,13 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 	*path = NULL;
 	*cached = false;
 	if (l->seedless)	/* the cache is keyed by seed */
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "a layout rebuilt from kallsyms has no seed: not cached");
 	err = fgk_relink_cache_path(vm, &l->seed, &cache);
 	if (err)
 		return err;
 	if (!cache)
-		return fgk_error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
+		return fgk__error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
 				     "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");
 	dir = dir_part(cache);
 	if (!dir) {
@@ -467,7 +467,7 @@ struct fgk_error *fgk_relink_through_cache(struct fgk_vmlinux *vm,
 			return &fgk_enomem;
 	}
 	if (!fallback_dir)
-		return fgk_error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
+		return fgk__error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
 				     l->seedless ?
 				     "a layout rebuilt from kallsyms has no seed: not cached, and no other place to write it was given" :
 				     "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");

@@ -41,19 +41,19 @@ struct fgk_error *fgk_dwarf_open(const char *path, struct fgk_dwarf **ret)
 	d->dwfl = dwfl_begin(&callbacks);
 	if (!d->dwfl) {
 		fgk_dwarf_close(d);
-		return fgk_error_libdwfl(path, "cannot start libdwfl");
+		return fgk__error_libdwfl(path, "cannot start libdwfl");
 	}
 	d->mod = dwfl_report_offline(d->dwfl, "vmlinux", path, -1);
 	if (!d->mod || dwfl_report_end(d->dwfl, NULL, NULL) != 0) {
 		struct fgk_error *err =
-			fgk_error_libdwfl(path, "cannot load for DWARF lookups");
+			fgk__error_libdwfl(path, "cannot load for DWARF lookups");
 
 		fgk_dwarf_close(d);
 		return err;
 	}
 	if (!dwfl_module_getdwarf(d->mod, &bias)) {
 		fgk_dwarf_close(d);
-		return fgk_error_new(FGK_ERR_ELF, path,
+		return fgk__error_new(FGK_ERR_ELF, path,
 				     "no DWARF debug information (build with CONFIG_DEBUG_INFO)");
 	}
 	*ret = d;
@@ -231,7 +231,7 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 	*nret = 0;
 	cu = dwfl_module_addrdie(d->mod, addr, &bias);
 	if (!cu)
-		return fgk_error_new(FGK_ERR_LOOKUP, d->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, d->path,
 				     "no debug information for 0x%llx",
 				     (unsigned long long)addr);
 	comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir,
@@ -352,7 +352,7 @@ struct fgk_error *fgk__dwarf_section_address(struct fgk_dwarf *d, size_t shndx,
 	GElf_Shdr sh;
 
 	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
-		return fgk_error_new(FGK_ERR_LOOKUP, d->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, d->path,
 				     "no address for section %zu", shndx);
 	*addr = sh.sh_addr + bias;
 	return NULL;

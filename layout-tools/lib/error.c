@@ -60,7 +60,7 @@ static struct fgk_error *error_vnew(enum fgk_error_code code, int errnum,
 	return err;
 }
 
-struct fgk_error *fgk_error_new(enum fgk_error_code code, const char *path,
+struct fgk_error *fgk__error_new(enum fgk_error_code code, const char *path,
 				const char *fmt, ...)
 {
 	struct fgk_error *err;
@@ -72,7 +72,7 @@ struct fgk_error *fgk_error_new(enum fgk_error_code code, const char *path,
 	return err;
 }
 
-struct fgk_error *fgk_error_os(int errnum, const char *path, const char *fmt,
+struct fgk_error *fgk__error_os(int errnum, const char *path, const char *fmt,
 			       ...)
 {
 	struct fgk_error *err;
@@ -86,7 +86,7 @@ struct fgk_error *fgk_error_os(int errnum, const char *path, const char *fmt,
 	return err;
 }
 
-struct fgk_error *fgk_error_libelf(enum fgk_error_code code, const char *path,
+struct fgk_error *fgk__error_libelf(enum fgk_error_code code, const char *path,
 				   const char *fmt, ...)
 {
 	struct fgk_error *err;
@@ -99,7 +99,7 @@ struct fgk_error *fgk_error_libelf(enum fgk_error_code code, const char *path,
 	return err;
 }
 
-struct fgk_error *fgk_error_libdwfl(const char *path, const char *fmt, ...)
+struct fgk_error *fgk__error_libdwfl(const char *path, const char *fmt, ...)
 {
 	struct fgk_error *err;
 	const char *emsg = dwfl_errmsg(-1);
@@ -112,7 +112,7 @@ struct fgk_error *fgk_error_libdwfl(const char *path, const char *fmt, ...)
 	return err;
 }
 
-struct fgk_error *fgk_error_libkdumpfile(kdump_ctx_t *ctx, const char *path,
+struct fgk_error *fgk__error_libkdumpfile(kdump_ctx_t *ctx, const char *path,
 					 const char *fmt, ...)
 {
 	struct fgk_error *err;
@@ -126,7 +126,7 @@ struct fgk_error *fgk_error_libkdumpfile(kdump_ctx_t *ctx, const char *path,
 	return err;
 }
 
-struct fgk_error *fgk_error_openssl(const char *fmt, ...)
+struct fgk_error *fgk__error_openssl(const char *fmt, ...)
 {
 	unsigned long code = ERR_get_error();
 	char emsg[256];

@@ -32,16 +32,16 @@ struct fgk_error *fgk__open_regular(const char *path, enum fgk_error_code code,
 	/* O_NONBLOCK: open() of a FIFO would wait for a writer forever */
 	f = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (f < 0)
-		return fgk_error_os(errno, path, "cannot open %s", what);
+		return fgk__error_os(errno, path, "cannot open %s", what);
 	if (fstat(f, st) < 0) {
-		struct fgk_error *err = fgk_error_os(errno, path, "cannot stat %s", what);
+		struct fgk_error *err = fgk__error_os(errno, path, "cannot stat %s", what);
 
 		close(f);
 		return err;
 	}
 	if (!S_ISREG(st->st_mode)) {
 		close(f);
-		return fgk_error_new(code, path, "not a regular file (a %s is expected)",
+		return fgk__error_new(code, path, "not a regular file (a %s is expected)",
 				     what);
 	}
 	fl = fcntl(f, F_GETFL);
@@ -81,19 +81,19 @@ struct fgk_error *fgk__read_fd(int fd, const char *name, size_t max, bool text,
 			if (e == EINTR)
 				continue;
 			free(buf);
-			return fgk_error_os(e, name, "read error");
+			return fgk__error_os(e, name, "read error");
 		}
 		if (r == 0)
 			break;
 		if (text && memchr(buf + len, '\0', (size_t)r)) {
 			free(buf);
-			return fgk_error_new(FGK_ERR_INVALID, name,
+			return fgk__error_new(FGK_ERR_INVALID, name,
 					     "binary data (a NUL byte), not text");
 		}
 		len += (size_t)r;
 		if (len > max) {
 			free(buf);
-			return fgk_error_new(FGK_ERR_INVALID, name,
+			return fgk__error_new(FGK_ERR_INVALID, name,
 					     "larger than %zu bytes: refusing to read it all",
 					     max);
 		}
@@ -115,13 +115,13 @@ struct fgk_error *fgk_read_file(const char *path, size_t max, bool text,
 	/* text inputs may be pipes (<(...)); O_NONBLOCK only guards open() */
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return fgk_error_os(errno, path, "cannot open");
+		return fgk__error_os(errno, path, "cannot open");
 	{
 		struct stat st;
 
 		if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 			close(fd);
-			return fgk_error_new(FGK_ERR_INVALID, path, "is a directory");
+			return fgk__error_new(FGK_ERR_INVALID, path, "is a directory");
 		}
 	}
 	err = fgk__read_fd(fd, path, max, text, buf, len);
@@ -236,7 +236,7 @@ struct fgk_error *fgk_clean_stale_temp_files(const char *dir, const char *prefix
 	if (removed)
 		*removed = 0;
 	if (!d)
-		return fgk_error_os(errno, dir, "cannot read directory");
+		return fgk__error_os(errno, dir, "cannot read directory");
 	while ((de = readdir(d)) != NULL) {
 		long pid = temp_owner(de->d_name);
 		struct stat st;
@@ -266,13 +266,13 @@ struct fgk_error *fgk__check_output_target(const char *path)
 	if (lstat(path, &st) < 0) {
 		if (errno == ENOENT)
 			return NULL;
-		return fgk_error_os(errno, path, "cannot write");
+		return fgk__error_os(errno, path, "cannot write");
 	}
 	if (S_ISLNK(st.st_mode))
-		return fgk_error_new(FGK_ERR_INVALID, path,
+		return fgk__error_new(FGK_ERR_INVALID, path,
 				     "is a symbolic link: refusing to replace it (give the real path)");
 	if (!S_ISREG(st.st_mode))
-		return fgk_error_new(FGK_ERR_INVALID, path,
+		return fgk__error_new(FGK_ERR_INVALID, path,
 				     "not a regular file: refusing to replace it%s",
 				     S_ISDIR(st.st_mode) ? " (a directory)" : "");
 	return NULL;
@@ -312,26 +312,26 @@ struct fgk_error *fgk_write_file_atomic(const char *path, const void *data,
 	free(dir);
 	fd = fgk__temp_create(path, &tmp);
 	if (fd < 0)
-		return fgk_error_os(errno, path, "cannot create");
+		return fgk__error_os(errno, path, "cannot create");
 	while (len) {
 		ssize_t w = write(fd, p, len);
 
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			err = fgk_error_os(errno, path, "cannot write");
+			err = fgk__error_os(errno, path, "cannot write");
 			goto fail;
 		}
 		p += w;
 		len -= (size_t)w;
 	}
 	if (fsync(fd) < 0) {
-		err = fgk_error_os(errno, path, "cannot write");
+		err = fgk__error_os(errno, path, "cannot write");
 		goto fail;
 	}
 	if (close(fd) < 0) {
 		fd = -1;
-		err = fgk_error_os(errno, path, "cannot write");
+		err = fgk__error_os(errno, path, "cannot write");
 		goto fail;
 	}
 	fd = -1;
@@ -340,7 +340,7 @@ struct fgk_error *fgk_write_file_atomic(const char *path, const void *data,
 	if (err)
 		goto fail;
 	if (rename(tmp, path) < 0) {
-		err = fgk_error_os(errno, path, "cannot write");
+		err = fgk__error_os(errno, path, "cannot write");
 		goto fail;
 	}
 	fgk__temp_forget(tmp);
@@ -364,13 +364,13 @@ static struct fgk_error *make_private(int fd, const char *path, const char *what
 	struct stat st;
 
 	if (fstat(fd, &st) < 0)
-		return fgk_error_os(errno, path, "cannot stat %s", what);
+		return fgk__error_os(errno, path, "cannot stat %s", what);
 	if (st.st_uid != geteuid())
-		return fgk_error_os(EPERM, path,
+		return fgk__error_os(EPERM, path,
 				    "%s is owned by uid %u, not by this user (uid %u): not using it",
 				    what, (unsigned)st.st_uid, (unsigned)geteuid());
 	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)
-		return fgk_error_os(errno, path, "cannot make %s private (mode %04o)",
+		return fgk__error_os(errno, path, "cannot make %s private (mode %04o)",
 				    what, (unsigned)mode);
 	return NULL;
 }
@@ -383,7 +383,7 @@ struct fgk_error *fgk__private_dir(const char *path, const char *what)
 	/* O_NOFOLLOW: a symlink planted in place of the directory is refused */
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return fgk_error_os(errno, path, "cannot open %s", what);
+		return fgk__error_os(errno, path, "cannot open %s", what);
 	err = make_private(fd, path, what, FGK_PRIVATE_DIR_MODE);
 	close(fd);
 	return err;
@@ -397,11 +397,11 @@ struct fgk_error *fgk__private_file(const char *path, const char *what)
 
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
-		return fgk_error_os(errno, path, "cannot open %s", what);
+		return fgk__error_os(errno, path, "cannot open %s", what);
 	if (fstat(fd, &st) < 0)
-		err = fgk_error_os(errno, path, "cannot stat %s", what);
+		err = fgk__error_os(errno, path, "cannot stat %s", what);
 	else if (!S_ISREG(st.st_mode))
-		err = fgk_error_new(FGK_ERR_INVALID, path, "%s is not a regular file", what);
+		err = fgk__error_new(FGK_ERR_INVALID, path, "%s is not a regular file", what);
 	else
 		err = make_private(fd, path, what, FGK_PRIVATE_FILE_MODE);
 	close(fd);
@@ -429,7 +429,7 @@ struct fgk_error *fgk__mkdirs_private(const char *path, const char *what)
 			/* ours, just made: the umask may have taken bits away */
 			err = fgk__private_dir(d, what);
 		} else if (errno != EEXIST) {
-			err = fgk_error_os(errno, d, "cannot create %s", what);
+			err = fgk__error_os(errno, d, "cannot create %s", what);
 		}
 		*p = c;
 		if (err || !c)

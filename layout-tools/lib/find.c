@@ -114,7 +114,7 @@ struct fgk_error *fgk_vmlinux_find(const char *const *dirs,
 		free(cands[i]);
 	free(cands);
 	if (!*ret)
-		err = fgk_error_new(FGK_ERR_LOOKUP, NULL,
+		err = fgk__error_new(FGK_ERR_LOOKUP, NULL,
 				    "no vmlinux with build-id %s in %s",
 				    build_id, tried);
 	return err;

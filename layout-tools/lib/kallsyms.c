@@ -22,20 +22,20 @@ struct table {
 static struct fgk_error *get_table(struct fgk_vmlinux *vm, const char *name,
 				   bool required, struct table *t)
 {
-	const struct vm_symbol *s = vm_find_symbol(vm, name);
+	const struct fgk__symbol *s = fgk__find_symbol(vm, name);
 
 	t->p = NULL;
 	t->len = 0;
 	if (!s) {
 		if (!required)
 			return NULL;
-		return fgk_error_new(FGK_ERR_KALLSYMS, vm->path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
 				     "no symbol %s: kernel built without CONFIG_KALLSYMS?",
 				     name);
 	}
-	t->p = vm_section_tail(vm, s->shndx, s->value, &t->len);
+	t->p = fgk__section_tail(vm, s->shndx, s->value, &t->len);
 	if (!t->p)
-		return fgk_error_new(FGK_ERR_KALLSYMS, vm->path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
 				     "kallsyms table %s is not inside file data",
 				     name);
 	return NULL;
@@ -60,7 +60,7 @@ void fgk_kallsyms_free(struct fgk_kallsyms *ks)
 }
 
 #define CORRUPT(what) \
-	fgk_error_new(FGK_ERR_KALLSYMS, vm->path, "corrupt kallsyms tables: %s", what)
+	fgk__error_new(FGK_ERR_KALLSYMS, vm->path, "corrupt kallsyms tables: %s", what)
 
 struct fgk_error *fgk_kallsyms_read(struct fgk_vmlinux *vm,
 				    struct fgk_kallsyms **ret)
@@ -70,9 +70,9 @@ struct fgk_error *fgk_kallsyms_read(struct fgk_vmlinux *vm,
 	struct fgk_error *err;
 	uint64_t n, relative_base = 0, pos = 0, strpos = 0, strcap;
 	bool base_relative, absolute_percpu = false;
-	const struct vm_symbol *ref;
+	const struct fgk__symbol *ref;
 
-	err = vm_require_symtab(vm, "kallsyms");
+	err = fgk__require_symtab(vm, "kallsyms");
 	if (err)
 		return err;
 	if ((err = get_table(vm, "kallsyms_num_syms", true, &num)) ||
@@ -91,7 +91,7 @@ struct fgk_error *fgk_kallsyms_read(struct fgk_vmlinux *vm,
 			return CORRUPT("kallsyms_relative_base truncated");
 		relative_base = rd(base.p, 8);
 	} else if (!addrs.p) {
-		return fgk_error_new(FGK_ERR_KALLSYMS, vm->path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
 				     "neither kallsyms_offsets nor kallsyms_addresses");
 	}
 	if (num.len < 4)
@@ -215,13 +215,13 @@ struct fgk_error *fgk_kallsyms_read(struct fgk_vmlinux *vm,
 	ks->n = n;
 
 	/* Cross-check the decoding against the ELF symbol table. */
-	ref = vm_find_symbol(vm, "_text");
+	ref = fgk__find_symbol(vm, "_text");
 	if (ref) {
 		for (uint64_t i = 0; i < n; i++) {
 			if (strcmp(ks->syms[i].name, "_text"))
 				continue;
 			if (ks->syms[i].addr != ref->value) {
-				err = fgk_error_new(FGK_ERR_KALLSYMS, vm->path,
+				err = fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
 						    "kallsyms decoding disagrees with the symbol table (_text 0x%llx vs 0x%llx)",
 						    (unsigned long long)ks->syms[i].addr,
 						    (unsigned long long)ref->value);

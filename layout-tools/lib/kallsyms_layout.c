@@ -256,7 +256,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		}
 		if (newa[k] % e->align || newa[k] < l->start ||
 		    newa[k] > l->limit || e->size > l->limit - newa[k]) {
-			err = fgk_error_new(FGK_ERR_KALLSYMS, path,
+			err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 					    "its symbols put %s at 0x%" PRIx64 ", %s for it (alignment 0x%" PRIx64 ", region [0x%" PRIx64 ", 0x%" PRIx64 ")): not a layout of %s",
 					    e->name, newa[k],
 					    newa[k] % e->align ? "misaligned" : "out of the region",
@@ -268,7 +268,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	o->by_symbol = nknown;
 	o->by_elimination = st.nunknown;
 	if (st.nunknown > MAX_ELIMINATED) {
-		err = fgk_error_new(FGK_ERR_KALLSYMS, path,
+		err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 				    "kallsyms does not cover %zu of the %zu shuffled sections of %s (no symbol of theirs): a kernel without CONFIG_KALLSYMS_ALL? Use the seed",
 				    st.nunknown, l->n, vmpath);
 		goto out;
@@ -281,7 +281,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		uint64_t at = newa[known[j]];
 
 		if (align_up(p, e->align) > at) {
-			err = fgk_error_new(FGK_ERR_KALLSYMS, path,
+			err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 					    "its symbols put %s at 0x%" PRIx64 ", inside the section before it (which ends at 0x%" PRIx64 "): not a layout of %s",
 					    e->name, at, p, vmpath);
 			goto out;
@@ -291,7 +291,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 			st.gaps[st.ngaps++] = (struct gap){ p, at, e->align };
 		} else if (align_up(p, e->align) < at) {
 			if (!st.nunknown) {
-				err = fgk_error_new(FGK_ERR_KALLSYMS, path,
+				err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 						    "nothing fills [0x%" PRIx64 ", 0x%" PRIx64 ") before %s: not a layout of %s",
 						    p, at, e->name, vmpath);
 				goto out;
@@ -304,7 +304,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	st.avoid = -1;
 	fill(&st, 0, st.ngaps ? st.gaps[0].p : 0);
 	if (!st.solutions) {
-		err = fgk_error_new(FGK_ERR_KALLSYMS, path,
+		err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 				    "the %zu sections of %s without a kallsyms symbol cannot fill the %zu gaps the others leave (the first [0x%" PRIx64 ", 0x%" PRIx64 ")): not a layout of %s",
 				    st.nunknown, vmpath, st.ngaps,
 				    st.ngaps ? st.gaps[0].p : 0,
@@ -359,7 +359,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	qsort(l->order, l->n, sizeof(*l->order), cmp_by_newa);
 	err = fgk_place(l->secs, l->n, l->order, l->start, l->limit, &end);
 	if (err) {
-		struct fgk_error *e2 = fgk_error_new(FGK_ERR_KALLSYMS, path,
+		struct fgk_error *e2 = fgk__error_new(FGK_ERR_KALLSYMS, path,
 						     "the addresses are not a layout of %s: %s",
 						     vmpath, err->message);
 
@@ -369,7 +369,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	}
 	for (size_t k = 0; k < l->n; k++) {
 		if (l->secs[k].new_addr != newa[k]) {
-			err = fgk_error_new(FGK_ERR_KALLSYMS, path,
+			err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 					    "%s is at 0x%" PRIx64 ", but packing the sections in that order puts it at 0x%" PRIx64 ": not a layout of %s",
 					    l->secs[k].name, newa[k],
 					    l->secs[k].new_addr, vmpath);
@@ -379,7 +379,7 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	l->end = end;
 	l->seedless = true;
 	memset(&l->seed, 0, sizeof(l->seed));
-	vm_layout_index_new(l);
+	fgk__layout_index_new(l);
 	err = note_guesses(&st, o);
 out:
 	free(known);
@@ -446,10 +446,10 @@ static struct fgk_error *parse_capture(char *copy, size_t len, const char *path,
 	*ret = NULL;
 	*n = 0;
 	if (len == 0)
-		return fgk_error_new(FGK_ERR_KALLSYMS, path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, path,
 				     "empty file: not a /proc/kallsyms capture");
 	if (copy[len - 1] != '\n')
-		return fgk_error_new(FGK_ERR_KALLSYMS, path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, path,
 				     "truncated capture: the last line has no newline");
 	while (s < end) {
 		char *nl = memchr(s, '\n', (size_t)(end - s)), *q, *name;
@@ -470,7 +470,7 @@ static struct fgk_error *parse_capture(char *copy, size_t len, const char *path,
 		if (!digits || q[0] != ' ' || !q[1] || q[1] == ' ' ||
 		    q[2] != ' ' || !q[3]) {
 			free(c);
-			return fgk_error_new(FGK_ERR_KALLSYMS, path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, path,
 					     "line %zu: not a /proc/kallsyms line (ADDRESS TYPE NAME)",
 					     line);
 		}
@@ -501,12 +501,12 @@ static struct fgk_error *parse_capture(char *copy, size_t len, const char *path,
 	}
 	if (!cnt) {
 		free(c);
-		return fgk_error_new(FGK_ERR_KALLSYMS, path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, path,
 				     "no kernel symbols: not a /proc/kallsyms capture");
 	}
 	if (!nonzero) {
 		free(c);
-		return fgk_error_new(FGK_ERR_KALLSYMS, path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, path,
 				     "every address is zero: captured without the right to see addresses (read /proc/kallsyms as root)");
 	}
 	*ret = c;
@@ -555,7 +555,7 @@ static struct fgk_error *place(struct match *m, uint32_t i, uint64_t rt)
 	uint64_t na = rt - m->offset - (m->ks->syms[i].addr - e->addr);
 
 	if (m->newa[k] != UNKNOWN && m->newa[k] != na)
-		return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 				     "%s at 0x%" PRIx64 " puts its section %s at 0x%" PRIx64 ", its other symbols at 0x%" PRIx64 ": not a capture of %s",
 				     m->ks->syms[i].name, rt, e->name, na,
 				     m->newa[k], m->vmpath);
@@ -620,7 +620,7 @@ static struct fgk_error *match_pass(struct match *m, bool *progress)
 				if (!m->c[j].used && m->c[j].addr == a)
 					hit = m->c[j].used = true;
 			if (!hit)
-				return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+				return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 						     "%s should be at 0x%" PRIx64 " (base offset 0x%" PRIx64 "%s), but the capture does not have it there: not a capture of %s",
 						     m->ks->syms[i].name, a, m->offset,
 						     m->sec[i] >= 0 ? ", its section placed by other symbols" : "",
@@ -698,7 +698,7 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		} else if (e == e0 || e->size != e0->size || e->align != e0->align ||
 			   m->ks->syms[i].addr - e->addr !=
 			   m->ks->syms[first].addr - e0->addr) {
-			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					     "cannot tell apart the symbols called %s (sections %s and %s): use the seed",
 					     m->ks->syms[i].name, e0->name, e->name);
 		}
@@ -716,7 +716,7 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		while (j < m->gc[g + 1] && m->c[j].used)
 			j++;
 		if (j == m->gc[g + 1])
-			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					     "too few addresses for the symbols called %s",
 					     m->ks->syms[i].name);
 		m->c[j].used = true;
@@ -752,11 +752,11 @@ static struct fgk_error *group(struct match *m, size_t nc)
 			strcmp(m->ks->syms[m->vi[v]].name, m->c[j].name);
 
 		if (c > 0)
-			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					     "symbol %s is not in the kallsyms of %s: a capture of another build",
 					     m->c[j].name, m->vmpath);
 		if (c < 0)
-			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					     "%s's symbol %s is missing: a truncated capture, or one of another build",
 					     m->vmpath, m->ks->syms[m->vi[v]].name);
 		name = m->c[j].name;
@@ -765,14 +765,14 @@ static struct fgk_error *group(struct match *m, size_t nc)
 		while (j < nc && !strcmp(m->c[j].name, name))
 			j++;
 		if (v - v0 != j - j0)
-			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					     "symbol %s appears %zu times, %zu times in the kallsyms of %s: a capture of another build%s",
 					     name, j - j0, v - v0, m->vmpath,
 					     j - j0 < v - v0 ? ", or truncated" : "");
 		for (size_t x = 0; x < v - v0; x++)
 			if (m->c[j0 + x].type != m->ks->syms[m->vi[v0 + x]].type &&
 			    v - v0 == 1)
-				return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+				return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 						     "symbol %s has type %c, %c in %s: a capture of another build",
 						     name, m->c[j0].type,
 						     m->ks->syms[m->vi[v0]].type, m->vmpath);
@@ -811,14 +811,14 @@ static struct fgk_error *base_offset(struct match *m)
 			m->offset = a - s->addr;
 			have = true;
 		} else if (a - s->addr != m->offset) {
-			return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					     "%s is at 0x%" PRIx64 ", _text at base offset 0x%" PRIx64 " puts it at 0x%" PRIx64 ": not a capture of %s",
 					     s->name, a, m->offset, s->addr + m->offset,
 					     m->vmpath);
 		}
 	}
 	if (!have)
-		return fgk_error_new(FGK_ERR_KALLSYMS, m->path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 				     "no symbol outside the shuffled code to find the base offset");
 	return NULL;
 }
@@ -839,7 +839,7 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 
 	*ret = NULL;
 	memset(origin, 0, sizeof(*origin));
-	err = vm_layout_new(vm, &m.l);
+	err = fgk__layout_new(vm, &m.l);
 	if (err)
 		return err;
 	err = fgk_kallsyms_read(vm, &ks);
@@ -854,7 +854,7 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 	memcpy(copy, text, len);
 	copy[len] = '\0';
 	if (memchr(copy, '\0', len)) {
-		err = fgk_error_new(FGK_ERR_KALLSYMS, m.path,
+		err = fgk__error_new(FGK_ERR_KALLSYMS, m.path,
 				    "binary data: not a /proc/kallsyms capture");
 		goto out;
 	}
@@ -862,7 +862,7 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 	if (err)
 		goto out;
 	if (nc < ks->n) {
-		err = fgk_error_new(FGK_ERR_KALLSYMS, m.path,
+		err = fgk__error_new(FGK_ERR_KALLSYMS, m.path,
 				    "%zu kernel symbols, the kallsyms of %s has %zu: a truncated capture?",
 				    nc, vm->path, ks->n);
 		goto out;
@@ -963,7 +963,7 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 					 struct fgk_layout **ret,
 					 struct fgk_kallsyms_origin *origin)
 {
-	const struct vm_symbol *offs, *base, *num;
+	const struct fgk__symbol *offs, *base, *num;
 	struct fgk_kallsyms *ks = NULL;
 	struct fgk_layout *l = NULL;
 	struct fgk_error *err;
@@ -975,16 +975,16 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 	memset(origin, 0, sizeof(*origin));
 	if (!info->raw || !info->has_offset ||
 	    !fgk__vmcoreinfo_number(info->raw, "NUMBER(phys_base)", 10, &phys_base))
-		return fgk_error_new(FGK_ERR_VMCORE, dump_path,
+		return fgk__error_new(FGK_ERR_VMCORE, dump_path,
 				     "its VMCOREINFO lacks KERNELOFFSET or NUMBER(phys_base): cannot find kallsyms in its memory");
 	offset = info->offset;
-	offs = vm_find_symbol(vm, "kallsyms_offsets");
-	base = vm_find_symbol(vm, "kallsyms_relative_base");
-	num = vm_find_symbol(vm, "kallsyms_num_syms");
+	offs = fgk__find_symbol(vm, "kallsyms_offsets");
+	base = fgk__find_symbol(vm, "kallsyms_relative_base");
+	num = fgk__find_symbol(vm, "kallsyms_num_syms");
 	if (!offs || !base || !num)
-		return fgk_error_new(FGK_ERR_KALLSYMS, vm->path,
+		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
 				     "no kallsyms_offsets, kallsyms_relative_base or kallsyms_num_syms (CONFIG_KALLSYMS_BASE_RELATIVE)");
-	err = vm_layout_new(vm, &l);
+	err = fgk__layout_new(vm, &l);
 	if (err)
 		return err;
 	err = fgk_kallsyms_read(vm, &ks);
@@ -1009,7 +1009,7 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 			goto out;
 	}
 	if (le(nbuf, 4) != n) {
-		err = fgk_error_new(FGK_ERR_VMCORE, dump_path,
+		err = fgk__error_new(FGK_ERR_VMCORE, dump_path,
 				    "kallsyms_num_syms in its memory is %" PRIu64 ", %zu in %s: a dump of another build, or a wrong offset",
 				    le(nbuf, 4), n, vm->path);
 		goto out;
@@ -1030,7 +1030,7 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 		k = section_of(l, s->addr);
 		if (k < 0) {
 			if (rt != s->addr) {
-				err = fgk_error_new(FGK_ERR_VMCORE, dump_path,
+				err = fgk__error_new(FGK_ERR_VMCORE, dump_path,
 						    "kallsyms in its memory puts %s at 0x%" PRIx64 ", not at 0x%" PRIx64 " (offset 0x%" PRIx64 "): a dump of another build",
 						    s->name, rt + offset, s->addr + offset,
 						    offset);
@@ -1040,7 +1040,7 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 		}
 		rt -= s->addr - l->secs[k].addr;
 		if (newa[k] != UNKNOWN && newa[k] != rt) {
-			err = fgk_error_new(FGK_ERR_VMCORE, dump_path,
+			err = fgk__error_new(FGK_ERR_VMCORE, dump_path,
 					    "kallsyms in its memory puts the symbols of %s at two places (0x%" PRIx64 ", 0x%" PRIx64 "): corrupt dump",
 					    l->secs[k].name, newa[k], rt);
 			goto out;

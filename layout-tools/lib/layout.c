@@ -31,7 +31,7 @@ struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,
 	if (end)
 		*end = p;
 	if (overflow || p > limit)
-		return fgk_error_new(FGK_ERR_NO_FIT, NULL,
+		return fgk__error_new(FGK_ERR_NO_FIT, NULL,
 				     "layout does not fit: sections end at 0x%llx, beyond _etext 0x%llx by 0x%llx bytes (the kernel boots unshuffled with this seed)",
 				     (unsigned long long)p,
 				     (unsigned long long)limit,
@@ -57,7 +57,7 @@ static int cmp_new(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-bool vm_section_randomized(const struct vm_section *s)
+bool fgk__section_randomized(const struct fgk__section *s)
 {
 	return s->shdr.sh_type == SHT_PROGBITS &&
 	       (s->shdr.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) ==
@@ -65,7 +65,7 @@ bool vm_section_randomized(const struct vm_section *s)
 	       !strncmp(s->name, ".text.", 6) && s->shdr.sh_size > 0;
 }
 
-bool vm_section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target)
+bool fgk__section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target)
 {
 	const GElf_Shdr *sh = &vm->secs[i].shdr;
 
@@ -91,11 +91,11 @@ void fgk_layout_free(struct fgk_layout *l)
  * §3: the input list and the region of vm, nothing placed yet (seed zero,
  * order and new addresses unset).
  */
-struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
+struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
 {
 	struct fgk_layout *l;
 	struct fgk_error *err = NULL;
-	const struct vm_symbol *etext;
+	const struct fgk__symbol *etext;
 	size_t n = 0;
 
 	*ret = NULL;
@@ -103,18 +103,18 @@ struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
 	if (!l)
 		return &fgk_enomem;
 	for (size_t i = 1; i < vm->shnum; i++)
-		n += vm_section_randomized(&vm->secs[i]);
+		n += fgk__section_randomized(&vm->secs[i]);
 	if (n == 0) {
-		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				    "no .text.* sections: not built with CONFIG_FG_KASLR (nothing to shuffle)");
 		goto fail;
 	}
-	err = vm_require_symtab(vm, "_etext (the end of the randomized region)");
+	err = fgk__require_symtab(vm, "_etext (the end of the randomized region)");
 	if (err)
 		goto fail;
-	etext = vm_find_symbol(vm, "_etext");
+	etext = fgk__find_symbol(vm, "_etext");
 	if (!etext) {
-		err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				    "no _etext symbol: vmlinux not laid out for FG-KASLR");
 		goto fail;
 	}
@@ -130,10 +130,10 @@ struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
 	}
 	l->start = UINT64_MAX;
 	for (size_t i = 1, k = 0; i < vm->shnum; i++) {
-		const struct vm_section *s = &vm->secs[i];
+		const struct fgk__section *s = &vm->secs[i];
 		struct fgk_section *e;
 
-		if (!vm_section_randomized(s))
+		if (!fgk__section_randomized(s))
 			continue;
 		e = &l->secs[k++];
 		e->index = i;
@@ -149,7 +149,7 @@ struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
 		const struct fgk_section *e = &l->secs[k];
 
 		if (e->addr + e->size < e->addr || e->addr + e->size > l->limit) {
-			err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 					    "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) extends beyond _etext 0x%llx",
 					    e->name, (unsigned long long)e->addr,
 					    (unsigned long long)(e->addr + e->size),
@@ -158,21 +158,21 @@ struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret)
 		}
 	}
 	for (size_t i = 1; i < vm->shnum; i++) {
-		const struct vm_section *s = &vm->secs[i];
+		const struct fgk__section *s = &vm->secs[i];
 		uint64_t a = s->shdr.sh_addr, z = a + s->shdr.sh_size;
 
-		if (vm_section_randomized(s) || !(s->shdr.sh_flags & SHF_ALLOC) ||
+		if (fgk__section_randomized(s) || !(s->shdr.sh_flags & SHF_ALLOC) ||
 		    !s->shdr.sh_size)
 			continue;
 		if (z < a) {	/* wraps past the top of the address space */
-			err = fgk_error_new(FGK_ERR_ELF, vm->path,
+			err = fgk__error_new(FGK_ERR_ELF, vm->path,
 					    "corrupt ELF: section %s [0x%llx, +0x%llx) wraps around the address space",
 					    s->name, (unsigned long long)a,
 					    (unsigned long long)s->shdr.sh_size);
 			goto fail;
 		}
 		if (a < l->limit && z > l->start) {
-			err = fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 					    "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)",
 					    s->name, (unsigned long long)a,
 					    (unsigned long long)z,
@@ -192,7 +192,7 @@ fail:
 	return err;
 }
 
-void vm_layout_index_new(struct fgk_layout *l)
+void fgk__layout_index_new(struct fgk_layout *l)
 {
 	for (size_t k = 0; k < l->n; k++)
 		l->by_new[k] = (uint32_t)k;
@@ -208,7 +208,7 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 	struct fgk_error *err;
 
 	*ret = NULL;
-	err = vm_layout_new(vm, &l);
+	err = fgk__layout_new(vm, &l);
 	if (err)
 		return err;
 	l->seed = *seed;
@@ -221,13 +221,13 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 		struct fgk_error *e2;
 
 		fgk_seed_format(seed, hex);
-		e2 = fgk_error_new(FGK_ERR_NO_FIT, vm->path, "seed %s: %s",
+		e2 = fgk__error_new(FGK_ERR_NO_FIT, vm->path, "seed %s: %s",
 				   hex, err->message);
 		fgk_error_free(err);
 		err = e2;
 		goto fail;
 	}
-	vm_layout_index_new(l);
+	fgk__layout_index_new(l);
 	*ret = l;
 	return NULL;
 fail:

@@ -27,16 +27,16 @@ struct fgk_layout {
 };
 
 /* §3: is s a randomized section? (lib/layout.c) */
-bool vm_section_randomized(const struct vm_section *s);
+bool fgk__section_randomized(const struct fgk__section *s);
 /*
  * Is section i a relocation section (SHT_RELA/SHT_REL), and of which
  * section?  vmlinux.fgk drops those of the randomized sections: relink
  * (fold_text) writes it so, the cache checks it so (lib/layout.c).
  */
-bool vm_section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target);
+bool fgk__section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target);
 /* §3: input list and region of vm, nothing placed (lib/layout.c). */
-struct fgk_error *vm_layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret);
+struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **ret);
 /* Sort l->by_new once every new_addr is set. */
-void vm_layout_index_new(struct fgk_layout *l);
+void fgk__layout_index_new(struct fgk_layout *l);
 
 #endif

@@ -38,7 +38,7 @@ static int cmp_sysmap(const void *a, const void *b)
 }
 
 /* The filter of scripts/mksysmap (Linux 6.1) over nm -n output. */
-static bool sysmap_keep(const struct vm_symbol *s)
+static bool sysmap_keep(const struct fgk__symbol *s)
 {
 	const char *n = s->name;
 
@@ -102,7 +102,7 @@ struct fgk_error *fgk_map_build(struct fgk_vmlinux *vm,
 		}
 		qsort(items, n, sizeof(*items), cmp_kallsyms);
 	} else {
-		err = vm_require_symtab(vm, "System.map");
+		err = fgk__require_symtab(vm, "System.map");
 		if (err)
 			goto fail;
 		items = malloc((vm->nsyms ? vm->nsyms : 1) * sizeof(*items));
@@ -111,7 +111,7 @@ struct fgk_error *fgk_map_build(struct fgk_vmlinux *vm,
 			goto fail;
 		}
 		for (size_t i = 0; i < vm->nsyms; i++) {
-			const struct vm_symbol *s = &vm->syms[i];
+			const struct fgk__symbol *s = &vm->syms[i];
 			struct sort_item *it = &items[n];
 			bool absolute;
 
@@ -170,10 +170,10 @@ struct fgk_error *fgk_map_write(const struct fgk_map *map, FILE *f)
 			memcpy(line + 19, e->name, nl);
 			line[19 + nl] = '\n';
 			if (fwrite(line, 1, 20 + nl, f) != 20 + nl)
-				return fgk_error_os(errno ? errno : EIO, NULL, "write error");
+				return fgk__error_os(errno ? errno : EIO, NULL, "write error");
 		} else if (fwrite(line, 1, 19, f) != 19 ||
 			   fwrite(e->name, 1, nl, f) != nl || fputc('\n', f) == EOF) {
-			return fgk_error_os(errno ? errno : EIO, NULL, "write error");
+			return fgk__error_os(errno ? errno : EIO, NULL, "write error");
 		}
 	}
 	return NULL;

@@ -67,19 +67,19 @@ struct fgk_error *fgk_module_open(const char *path, struct fgk_module **ret)
 		return err;
 	}
 	if (m->elf->ehdr.e_type != ET_REL) {
-		err = fgk_error_new(FGK_ERR_ELF, path,
+		err = fgk__error_new(FGK_ERR_ELF, path,
 				    "not a kernel module (ELF type %u, a relocatable .ko expected)",
 				    (unsigned)m->elf->ehdr.e_type);
 		goto fail;
 	}
 	m->name = modinfo(m->elf, "name");
 	if (!m->name) {
-		err = fgk_error_new(FGK_ERR_ELF, path,
+		err = fgk__error_new(FGK_ERR_ELF, path,
 				    "not a kernel module (no name= in .modinfo)");
 		goto fail;
 	}
 	m->vermagic = modinfo(m->elf, "vermagic");
-	err = vm_require_symtab(m->elf, "module symbols");
+	err = fgk__require_symtab(m->elf, "module symbols");
 	if (err)
 		goto fail;
 	*ret = m;
@@ -125,13 +125,13 @@ const char *fgk_module_build_id(const struct fgk_module *m)
 /* The kernel's VERMAGIC_STRING: vmlinux's "vermagic" object. */
 static char *vmlinux_vermagic(struct fgk_vmlinux *vm)
 {
-	const struct vm_symbol *s = vm_find_symbol(vm, "vermagic");
+	const struct fgk__symbol *s = fgk__find_symbol(vm, "vermagic");
 	const char *str, *z;
 	uint64_t avail;
 
 	if (!s)
 		return NULL;
-	str = vm_section_tail(vm, s->shndx, s->value, &avail);
+	str = fgk__section_tail(vm, s->shndx, s->value, &avail);
 	if (!str || !(z = memchr(str, '\0', avail)))
 		return NULL;
 	return strndup(str, (size_t)(z - str));
@@ -150,18 +150,18 @@ struct fgk_error *fgk_module_check(struct fgk_module *m, struct fgk_vmlinux *vm)
 	struct fgk_error *err = NULL;
 
 	if (!m->vermagic)
-		return fgk_error_new(FGK_ERR_BUILD_ID, m->elf->path,
+		return fgk__error_new(FGK_ERR_BUILD_ID, m->elf->path,
 				     "module %s has no vermagic: cannot tell which kernel it was built for",
 				     m->name);
 	if (rel && (release_len(m->vermagic) != strlen(rel) ||
 		    strncmp(m->vermagic, rel, strlen(rel))))
-		return fgk_error_new(FGK_ERR_BUILD_ID, m->elf->path,
+		return fgk__error_new(FGK_ERR_BUILD_ID, m->elf->path,
 				     "module %s was built for kernel %.*s, not for %s's %s (vermagic mismatch)",
 				     m->name, (int)release_len(m->vermagic),
 				     m->vermagic, vm->path, rel);
 	kmagic = vmlinux_vermagic(vm);
 	if (kmagic && strcmp(kmagic, m->vermagic))
-		err = fgk_error_new(FGK_ERR_BUILD_ID, m->elf->path,
+		err = fgk__error_new(FGK_ERR_BUILD_ID, m->elf->path,
 				    "module %s has vermagic \"%s\", %s has \"%s\" (vermagic mismatch)",
 				    m->name, m->vermagic, vm->path, kmagic);
 	free(kmagic);
@@ -170,7 +170,7 @@ struct fgk_error *fgk_module_check(struct fgk_module *m, struct fgk_vmlinux *vm)
 
 /* ---- §8 layout ------------------------------------------------------- */
 
-static bool core_text(const struct vm_section *s, bool unload)
+static bool core_text(const struct fgk__section *s, bool unload)
 {
 	const char *n = s->name;
 
@@ -185,7 +185,7 @@ static bool core_text(const struct vm_section *s, bool unload)
 	return true;
 }
 
-static bool randomized(const struct vm_section *s, bool unload)
+static bool randomized(const struct fgk__section *s, bool unload)
 {
 	return core_text(s, unload) && s->shdr.sh_type == SHT_PROGBITS &&
 	       !strncmp(s->name, ".text.", 6) && s->shdr.sh_size > 0;
@@ -210,7 +210,7 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
-static void put(struct fgk_module_layout *l, const struct vm_section *s,
+static void put(struct fgk_module_layout *l, const struct fgk__section *s,
 		size_t index, bool rnd)
 {
 	struct fgk_module_section *e = &l->secs[l->n++];
@@ -296,7 +296,7 @@ struct fgk_error *fgk_module_dwarf(struct fgk_module *m, struct fgk_dwarf **ret)
 		m->dwarf_err = fgk_dwarf_open(m->elf->path, &m->dwarf);
 	*ret = m->dwarf;
 	if (m->dwarf_err)
-		return fgk_error_new(m->dwarf_err->code, m->dwarf_err->path, "%s",
+		return fgk__error_new(m->dwarf_err->code, m->dwarf_err->path, "%s",
 				     m->dwarf_err->message);
 	return NULL;
 }
@@ -315,11 +315,11 @@ struct fgk_error *fgk_module_symbol(struct fgk_module *m, const char *name,
 				    size_t len, uint64_t size,
 				    struct fgk_module_symbol *ret)
 {
-	const struct vm_symbol *first = NULL;
+	const struct fgk__symbol *first = NULL;
 	struct fgk_vmlinux *vm = m->elf;
 
 	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct vm_symbol *s = &vm->syms[i];
+		const struct fgk__symbol *s = &vm->syms[i];
 
 		if (s->type != STT_FUNC || s->shndx == SHN_UNDEF ||
 		    s->shndx >= vm->shnum)
@@ -336,7 +336,7 @@ struct fgk_error *fgk_module_symbol(struct fgk_module *m, const char *name,
 			first = s;
 	}
 	if (!first)
-		return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
 				     "no function %.*s in module %s", (int)len,
 				     name, m->name);
 	ret->name = first->name;
@@ -352,11 +352,11 @@ struct fgk_error *fgk_module_symbol_at(struct fgk_module *m, size_t shndx,
 				       uint64_t off,
 				       struct fgk_module_symbol *ret)
 {
-	const struct vm_symbol *best = NULL;
+	const struct fgk__symbol *best = NULL;
 	struct fgk_vmlinux *vm = m->elf;
 
 	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct vm_symbol *s = &vm->syms[i];
+		const struct fgk__symbol *s = &vm->syms[i];
 
 		if (s->shndx != shndx || (s->type != STT_FUNC && s->type != STT_NOTYPE) ||
 		    !s->name[0] || s->value > off)
@@ -369,7 +369,7 @@ struct fgk_error *fgk_module_symbol_at(struct fgk_module *m, size_t shndx,
 			best = s;
 	}
 	if (!best || shndx >= vm->shnum)
-		return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
 				     "no symbol at %s+0x%" PRIx64 " in module %s",
 				     shndx < vm->shnum ? vm->secs[shndx].name : "?",
 				     off, m->name);
@@ -389,10 +389,10 @@ size_t fgk_module_section_count(const struct fgk_module *m)
 struct fgk_error *fgk_module_section_info(struct fgk_module *m, size_t shndx,
 					  struct fgk_section_info *ret)
 {
-	const struct vm_section *s;
+	const struct fgk__section *s;
 
 	if (shndx == 0 || shndx >= m->elf->shnum)
-		return fgk_error_new(FGK_ERR_INVALID, m->elf->path,
+		return fgk__error_new(FGK_ERR_INVALID, m->elf->path,
 				     "no section %zu", shndx);
 	s = &m->elf->secs[shndx];
 	ret->index = shndx;
@@ -440,7 +440,7 @@ static struct fgk_error *walk(const char *dir, int depth, ko_visit_fn visit,
 		return NULL;
 	d = opendir(dir);
 	if (!d)
-		return depth ? NULL : fgk_error_os(errno, dir, "cannot read module directory");
+		return depth ? NULL : fgk__error_os(errno, dir, "cannot read module directory");
 	while (!*stop && !err && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		char *p;
@@ -504,7 +504,7 @@ struct fgk_error *fgk_module_find(const char *const *dirs, const char *name,
 			return NULL;
 		}
 	}
-	return fgk_error_new(FGK_ERR_LOOKUP, NULL,
+	return fgk__error_new(FGK_ERR_LOOKUP, NULL,
 			     "module %s: no %s.ko under the module directories (--modules)",
 			     name, name);
 }
@@ -578,7 +578,7 @@ struct fgk_error *fgk_module_lookup(struct fgk_module *m, size_t shndx,
 	if (err)
 		return err;
 	if (shndx >= m->elf->shnum || off >= m->elf->secs[shndx].shdr.sh_size + 1)
-		return fgk_error_new(FGK_ERR_LOOKUP, m->elf->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, m->elf->path,
 				     "offset 0x%" PRIx64 " beyond section %zu", off, shndx);
 	return fgk_dwarf_lookup(d, base + off, frames, n);
 }

@@ -36,7 +36,7 @@ struct mrel {
 
 static struct fgk_error *bad(const struct mrel *r, const char *what)
 {
-	return fgk_error_new(FGK_ERR_INVALID, r->path, "cannot relink this module: %s", what);
+	return fgk__error_new(FGK_ERR_INVALID, r->path, "cannot relink this module: %s", what);
 }
 
 static bool in_file(const struct mrel *r, uint64_t off, uint64_t len)

@@ -169,7 +169,7 @@ struct fgk_error *fgk_build_id_parse(const char *text, char **hex)
 
 	*hex = NULL;
 	if (!text)
-		return fgk_error_new(FGK_ERR_INVALID, NULL, "no build-id");
+		return fgk__error_new(FGK_ERR_INVALID, NULL, "no build-id");
 	while (isspace((unsigned char)*s))
 		s++;
 	e = s + strlen(s);
@@ -183,7 +183,7 @@ struct fgk_error *fgk_build_id_parse(const char *text, char **hex)
 			digits = 0;
 	if (!digits || digits % 2 || digits < 2 * FGK_BUILD_ID_MIN ||
 	    digits > 2 * FGK_BUILD_ID_MAX)
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "bad build-id '%s': expected %d to %d hex digits (an even number), like the 'Build ID' of 'readelf -n vmlinux'",
 				     text, 2 * FGK_BUILD_ID_MIN, 2 * FGK_BUILD_ID_MAX);
 	h = malloc(digits + 1);
@@ -204,7 +204,7 @@ struct fgk_error *fgk_offset_parse(const char *text, uint64_t align,
 	size_t digits = 0;
 
 	if (!text)
-		return fgk_error_new(FGK_ERR_INVALID, NULL, "no offset");
+		return fgk__error_new(FGK_ERR_INVALID, NULL, "no offset");
 	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
 	for (; *s; s++, digits++) {
@@ -216,11 +216,11 @@ struct fgk_error *fgk_offset_parse(const char *text, uint64_t align,
 					tolower((unsigned char)*s) - 'a' + 10);
 	}
 	if (!digits)
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "bad offset '%s': expected a hex number like 0x1e000000",
 				     text);
 	if (align && v % align)
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "offset 0x%llx is not a multiple of 0x%llx",
 				     (unsigned long long)v, (unsigned long long)align);
 	*offset = v;

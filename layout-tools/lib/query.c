@@ -35,7 +35,7 @@ struct fgk_error *fgk_vmlinux_section_at(struct fgk_vmlinux *vm, size_t index,
 					 struct fgk_section_info *ret)
 {
 	if (index >= vm->shnum)
-		return fgk_error_new(FGK_ERR_LOOKUP, vm->path, "no section %zu (%zu sections)",
+		return fgk__error_new(FGK_ERR_LOOKUP, vm->path, "no section %zu (%zu sections)",
 				     index, vm->shnum);
 	section_info(vm, index, ret);
 	return NULL;
@@ -50,7 +50,7 @@ struct fgk_error *fgk_vmlinux_section(struct fgk_vmlinux *vm, const char *name,
 			return NULL;
 		}
 	}
-	return fgk_error_new(FGK_ERR_LOOKUP, vm->path, "no section '%s'", name);
+	return fgk__error_new(FGK_ERR_LOOKUP, vm->path, "no section '%s'", name);
 }
 
 struct fgk_error *fgk_vmlinux_read(struct fgk_vmlinux *vm, uint64_t link_addr,
@@ -71,14 +71,14 @@ struct fgk_error *fgk_vmlinux_read(struct fgk_vmlinux *vm, uint64_t link_addr,
 			best = i;
 	}
 	if (best) {
-		const void *p = vm_section_bytes(vm, best, link_addr, len);
+		const void *p = fgk__section_bytes(vm, best, link_addr, len);
 
 		if (p) {
 			memcpy(buf, p, len);
 			return NULL;
 		}
 	}
-	return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+	return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
 			     "no section holds the %zu bytes at 0x%llx",
 			     len, (unsigned long long)link_addr);
 }
@@ -91,14 +91,14 @@ struct fgk_error *fgk_vmlinux_kind(struct fgk_vmlinux *vm,
 
 	*ret = FGK_VMLINUX_PLAIN;
 	for (size_t i = 1; i < vm->shnum; i++) {
-		const struct vm_section *s = &vm->secs[i];
+		const struct fgk__section *s = &vm->secs[i];
 
 		/* fgk relink folds the randomized sections into this one */
 		if (s->name && !strcmp(s->name, FGK_FOLDED_TEXT)) {
 			*ret = FGK_VMLINUX_RELINKED;
 			return NULL;
 		}
-		if (!vm_section_randomized(s))
+		if (!fgk__section_randomized(s))
 			continue;
 		/*
 		 * The linker leaves the .text.* sections in increasing

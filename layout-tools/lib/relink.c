@@ -87,9 +87,9 @@ static struct fgk_error *read_input(const struct fgk_vmlinux *vm, uint64_t off,
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
-			return fgk_error_os(errno, vm->path, "cannot read");
+			return fgk__error_os(errno, vm->path, "cannot read");
 		if (n == 0)
-			return fgk_error_new(FGK_ERR_ELF, vm->path,
+			return fgk__error_new(FGK_ERR_ELF, vm->path,
 					     "shorter than when it was opened: changed while relinking");
 		p += n;
 		off += (uint64_t)n;
@@ -142,7 +142,7 @@ static struct fgk_error *move_text(struct relink *r)
 	if (!addr_to_offset(r->vm, l->start, &off_start) ||
 	    !addr_to_offset(r->vm, l->limit, &off_limit) ||
 	    off_limit < off_start || off_limit > r->size)
-		return fgk_error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
+		return fgk__error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
 				     "the randomized region 0x%llx-0x%llx is not inside one loadable segment",
 				     (unsigned long long)l->start,
 				     (unsigned long long)l->limit);
@@ -160,7 +160,7 @@ static struct fgk_error *move_text(struct relink *r)
 
 		if (dst < off_start || dst > off_limit ||
 		    old->sh_size > off_limit - dst) {
-			err = fgk_error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
+			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
 					    "section %s does not map into the randomized region of the file",
 					    s->name);
 			break;
@@ -309,12 +309,12 @@ static struct fgk_error *patch(struct relink *r, unsigned char *field,
 		return NULL;
 	}
 	default:
-		return fgk_error_new(FGK_ERR_ELF, r->vm->path,
+		return fgk__error_new(FGK_ERR_ELF, r->vm->path,
 				     "unsupported relocation type %u at 0x%llx in %s against moved code",
 				     type, (unsigned long long)where, secname);
 	}
 overflow:
-	return fgk_error_new(FGK_ERR_ELF, r->vm->path,
+	return fgk__error_new(FGK_ERR_ELF, r->vm->path,
 			     "relocation type %u at 0x%llx in %s overflows after relinking",
 			     type, (unsigned long long)where, secname);
 }
@@ -447,26 +447,26 @@ static struct fgk_error *check_rela_section(struct fgk_vmlinux *vm, size_t i,
 
 	*apply = false;
 	if (link == 0 || link >= vm->shnum)
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: relocation section %s links to section %zu of %zu",
 				     name, link, vm->shnum);
 	if (vm->secs[link].shdr.sh_type == SHT_DYNSYM)
 		return NULL;	/* dynamic relocations: not relinked */
 	if (link != symndx)
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: relocation section %s links to section %zu, not to the symbol table %zu",
 				     name, link, symndx);
 	if (x == 0 || x >= vm->shnum)
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: relocation section %s applies to section %zu of %zu",
 				     name, x, vm->shnum);
 	if (rs->sh_entsize != sizeof(Elf64_Rela) && rs->sh_size)
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: relocation section %s has entry size %llu, not %zu",
 				     name, (unsigned long long)rs->sh_entsize,
 				     sizeof(Elf64_Rela));
 	if (rs->sh_size % sizeof(Elf64_Rela))
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: relocation section %s is not a whole number of entries",
 				     name);
 	switch (vm->secs[x].shdr.sh_type) {
@@ -474,7 +474,7 @@ static struct fgk_error *check_rela_section(struct fgk_vmlinux *vm, size_t i,
 	case SHT_NOBITS:
 		if (!rs->sh_size)
 			return NULL;
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: relocation section %s applies to section %s, which has no file contents",
 				     name, vm->secs[x].name);
 	}
@@ -498,7 +498,7 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 		struct fgk_error *err;
 
 		if (rs->sh_type == SHT_REL)
-			return fgk_error_new(FGK_ERR_ELF, vm->path,
+			return fgk__error_new(FGK_ERR_ELF, vm->path,
 					     "section %s: SHT_REL relocations are not supported on x86_64",
 					     vm->secs[i].name);
 		if (rs->sh_type != SHT_RELA)
@@ -536,14 +536,14 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 			if (type == R_X86_64_NONE)
 				continue;
 			if (sym >= nsyms)
-				return fgk_error_new(FGK_ERR_ELF, vm->path,
+				return fgk__error_new(FGK_ERR_ELF, vm->path,
 						     "corrupt ELF: relocation %zu of %s refers to symbol %zu of %zu",
 						     k, vm->secs[i].name, sym, nsyms);
 			fsz = field_size(type);
 			ds = symdelta[sym];
 			change = is_pcrel(type) ? (int64_t)((uint64_t)ds - (uint64_t)dx) : ds;
 			if (off >= xs->sh_size || xs->sh_size - off < (fsz ? fsz : 1))
-				return fgk_error_new(FGK_ERR_ELF, vm->path,
+				return fgk__error_new(FGK_ERR_ELF, vm->path,
 						     "corrupt ELF: relocation %zu of %s points outside %s",
 						     k, vm->secs[i].name, vm->secs[x].name);
 			if (alloc && in_sorted_table(r, rela.r_offset))
@@ -552,7 +552,7 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 			if (!change || !keep)
 				continue;
 			if (!fsz)
-				return fgk_error_new(FGK_ERR_ELF, vm->path,
+				return fgk__error_new(FGK_ERR_ELF, vm->path,
 						     "unsupported relocation type %u at 0x%llx in %s against moved code",
 						     type, (unsigned long long)(xs->sh_addr + off),
 						     vm->secs[x].name);
@@ -627,7 +627,7 @@ static struct fgk_error *plan_fold(struct relink *r, uint64_t *keep_end)
 
 		if (r->shuf[i])
 			r->map[i] = i == r->first ? (uint32_t)r->m++ : 0;
-		else if (vm_section_relocates(vm, i, &t))
+		else if (fgk__section_relocates(vm, i, &t))
 			r->map[i] = 0;		/* relocations: dropped */
 		else
 			r->map[i] = (uint32_t)r->m++;
@@ -674,7 +674,7 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 	if (!first)
 		return NULL;
 	if (elf_getshdrstrndx(vm->elf, &old_str) != 0 || old_str >= n || !map[old_str])
-		return fgk_error_new(FGK_ERR_ELF, vm->path, "no section name table");
+		return fgk__error_new(FGK_ERR_ELF, vm->path, "no section name table");
 	for (size_t k = 0; k < l->n; k++) {
 		const GElf_Shdr *in = &vm->secs[l->secs[k].index].shdr;
 
@@ -685,7 +685,7 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 		align >>= 1;
 	if (!addr_to_offset(vm, l->start, &off_start) || l->end < l->start ||
 	    off_start > r->size || l->end - l->start > r->size - off_start)
-		return fgk_error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+		return fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				     "the randomized region is not inside one loadable segment");
 
 	/* headers: the folded one in place of the first randomized section */
@@ -751,7 +751,7 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 				sym.st_shndx = SHN_XINDEX;
 				w = (Elf32_Word)x;
 			} else {
-				err = fgk_error_new(FGK_ERR_ELF, vm->path,
+				err = fgk__error_new(FGK_ERR_ELF, vm->path,
 						    "corrupt ELF: symbol %zu needs .symtab_shndx", i);
 				goto out;
 			}
@@ -808,9 +808,9 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	    vm->ehdr.e_ident[EI_DATA] != ELFDATA2LSB ||
 	    vm->ehdr.e_machine != EM_X86_64 ||
 	    vm->ehdr.e_shentsize != sizeof(Elf64_Shdr))
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "not a little-endian x86_64 ELF64 vmlinux");
-	err = vm_require_symtab(vm, "relinking");
+	err = fgk__require_symtab(vm, "relinking");
 	if (err)
 		return err;
 	for (size_t i = 1; i < vm->shnum; i++) {
@@ -818,7 +818,7 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 
 		if (sh->sh_type == SHT_SYMTAB) {
 			if (symndx)
-				return fgk_error_new(FGK_ERR_ELF, vm->path,
+				return fgk__error_new(FGK_ERR_ELF, vm->path,
 						     "corrupt ELF: more than one symbol table (sections %zu and %zu)",
 						     symndx, i);
 			symndx = i;
@@ -828,15 +828,15 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 			nrela++;
 	}
 	if (vm->secs[symndx].shdr.sh_entsize != sizeof(Elf64_Sym))
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: bad .symtab entry size");
 	if (!nrela)
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "no relocations for the code (.rela.text*): vmlinux must be linked with --emit-relocs, as x86_64 vmlinux normally is");
 
 	if (vm->ehdr.e_shoff > vm->image_size ||
 	    vm->shnum > (vm->image_size - vm->ehdr.e_shoff) / sizeof(Elf64_Shdr))
-		return fgk_error_new(FGK_ERR_ELF, vm->path,
+		return fgk__error_new(FGK_ERR_ELF, vm->path,
 				     "corrupt ELF: the section header table is outside the file");
 	r.sh = malloc(vm->shnum * sizeof(*r.sh));
 	r.delta = calloc(vm->shnum, sizeof(*r.delta));
@@ -902,7 +902,7 @@ static struct fgk_error *same_file(struct fgk_vmlinux *vm, const char *out)
 
 	if (fstat(vm->fd, &a) == 0 && stat(out, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
-		return fgk_error_new(FGK_ERR_INVALID, out,
+		return fgk__error_new(FGK_ERR_INVALID, out,
 				     "is the input vmlinux %s: refusing to overwrite it",
 				     vm->path);
 	return NULL;

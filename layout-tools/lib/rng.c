@@ -46,7 +46,7 @@ static struct fgk_error *cipher_init(EVP_CIPHER_CTX **ret,
 	memcpy(iv + 4, nonce, 12);
 	if (EVP_EncryptInit_ex(ctx, EVP_chacha20(), NULL, key, iv) != 1) {
 		EVP_CIPHER_CTX_free(ctx);
-		return fgk_error_openssl("OpenSSL ChaCha20 init failed");
+		return fgk__error_openssl("OpenSSL ChaCha20 init failed");
 	}
 	*ret = ctx;
 	return NULL;
@@ -59,7 +59,7 @@ static struct fgk_error *keystream(EVP_CIPHER_CTX *ctx, uint8_t *out,
 
 	if (EVP_EncryptUpdate(ctx, out, &outl, zeros, (int)len) != 1 ||
 	    (size_t)outl != len)
-		return fgk_error_openssl("OpenSSL ChaCha20 keystream failed");
+		return fgk__error_openssl("OpenSSL ChaCha20 keystream failed");
 	return NULL;
 }
 
@@ -127,7 +127,7 @@ struct fgk_error *fgk_rng_below(struct fgk_rng *rng, uint64_t m, uint32_t *ret)
 	struct fgk_error *err;
 
 	if (m < 1 || m > (UINT64_C(1) << 32))
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "below(%llu): bound out of range",
 				     (unsigned long long)m);
 	/* (2^32 - m) mod m, computed in 64 bits so that m = 2^32 works. */
@@ -164,7 +164,7 @@ struct fgk_error *fgk_permutation(const struct fgk_seed *seed,
 	struct fgk_error *err;
 
 	if (n > UINT32_MAX)
-		return fgk_error_new(FGK_ERR_INVALID, NULL,
+		return fgk__error_new(FGK_ERR_INVALID, NULL,
 				     "too many sections (%zu)", n);
 	for (size_t i = 0; i < n; i++)
 		order[i] = (uint32_t)i;

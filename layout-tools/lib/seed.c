@@ -33,17 +33,17 @@ struct fgk_error *fgk_seed_parse(const char *text, struct fgk_seed *seed)
 		end--;
 	len = (size_t)(end - p);
 	if (len == 8 && !strncmp(p, "disabled", 8))
-		return fgk_error_new(FGK_ERR_SEED, NULL,
+		return fgk__error_new(FGK_ERR_SEED, NULL,
 				     "seed is 'disabled': the kernel did not shuffle (boot in link order)");
 	for (size_t i = 0; i < len; i++) {
 		if (hexval((unsigned char)p[i]) < 0)
-			return fgk_error_new(FGK_ERR_SEED, NULL,
+			return fgk__error_new(FGK_ERR_SEED, NULL,
 					     "seed: non-hex character '%c' at position %zu (want exactly %d hex digits)",
 					     isprint((unsigned char)p[i]) ? p[i] : '?',
 					     i + 1, FGK_SEED_HEX_LEN);
 	}
 	if (len != FGK_SEED_HEX_LEN)
-		return fgk_error_new(FGK_ERR_SEED, NULL,
+		return fgk__error_new(FGK_ERR_SEED, NULL,
 				     "seed: %zu hex digits, want exactly %d",
 				     len, FGK_SEED_HEX_LEN);
 	for (size_t i = 0; i < FGK_SEED_SIZE; i++)
@@ -75,7 +75,7 @@ struct fgk_error *fgk_seed_random(struct fgk_seed *seed)
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
-			return fgk_error_os(errno, NULL, "getrandom");
+			return fgk__error_os(errno, NULL, "getrandom");
 		}
 		got += (size_t)r;
 	}

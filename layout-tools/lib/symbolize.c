@@ -116,7 +116,7 @@ struct fgk_error *fgk_symbolizer_new(struct fgk_vmlinux *vm,
 
 	if (!s)
 		return &fgk_enomem;
-	err = vm_require_symtab(vm, "symbolization");
+	err = fgk__require_symtab(vm, "symbolization");
 	if (err) {
 		free(s);
 		return err;
@@ -154,9 +154,9 @@ struct fgk_error *fgk_symbolizer_add_module_dir(struct fgk_symbolizer *s,
 	struct stat st;
 
 	if (stat(dir, &st) < 0)
-		return fgk_error_os(errno, dir, "cannot use as a module directory");
+		return fgk__error_os(errno, dir, "cannot use as a module directory");
 	if (!S_ISDIR(st.st_mode))
-		return fgk_error_new(FGK_ERR_INVALID, dir, "not a directory (--modules takes where MOD.ko files are)");
+		return fgk__error_new(FGK_ERR_INVALID, dir, "not a directory (--modules takes where MOD.ko files are)");
 	v = realloc(s->mod_dirs, (s->nmod_dirs + 2) * sizeof(*v));
 	if (!v)
 		return &fgk_enomem;
@@ -268,27 +268,27 @@ size_t fgk_symbolizer_decoded(const struct fgk_symbolizer *s)
  * The text symbol called name whose size is size (static functions share
  * names; the /0xSIZE of a trace tells them apart), else the first one.
  */
-static bool is_text_symbol(const struct vm_symbol *s, const char *name,
+static bool is_text_symbol(const struct fgk__symbol *s, const char *name,
 			   size_t len)
 {
 	return (s->nmtype == 't' || s->nmtype == 'T') &&
 	       !strncmp(s->name, name, len) && !s->name[len];
 }
 
-static const struct vm_symbol *text_symbol(struct fgk_vmlinux *vm,
+static const struct fgk__symbol *text_symbol(struct fgk_vmlinux *vm,
 					   const char *name, size_t len,
 					   uint64_t size)
 {
-	const struct vm_symbol *first = NULL, *fits = NULL;
+	const struct fgk__symbol *first = NULL, *fits = NULL;
 
 	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct vm_symbol *s = &vm->syms[i];
+		const struct fgk__symbol *s = &vm->syms[i];
 
 		if (!is_text_symbol(s, name, len))
 			continue;
-		if (vm_symbol_extent(vm, s, false) == size)
+		if (fgk__symbol_extent(vm, s, false) == size)
 			return s;
-		if (!fits && size && vm_symbol_extent(vm, s, true) <= size)
+		if (!fits && size && fgk__symbol_extent(vm, s, true) <= size)
 			fits = s;
 		if (!first)
 			first = s;
@@ -309,12 +309,12 @@ static struct fgk_error *check_size(struct fgk_vmlinux *vm, const char *name,
 	if (!size)
 		return NULL;
 	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct vm_symbol *s = &vm->syms[i];
+		const struct fgk__symbol *s = &vm->syms[i];
 		uint64_t e;
 
 		if (!is_text_symbol(s, name, len))
 			continue;
-		e = vm_symbol_extent(vm, s, true);
+		e = fgk__symbol_extent(vm, s, true);
 		if (e <= size)
 			return NULL;
 		if (e < least)
@@ -322,7 +322,7 @@ static struct fgk_error *check_size(struct fgk_vmlinux *vm, const char *name,
 	}
 	if (least == UINT64_MAX)
 		return NULL;
-	return fgk_error_new(FGK_ERR_BUILD_ID, vm->path,
+	return fgk__error_new(FGK_ERR_BUILD_ID, vm->path,
 			     "%.*s is 0x%" PRIx64 " bytes here, only 0x%" PRIx64 " in the trace: the trace is of another kernel build",
 			     (int)len, name, least, size);
 }
@@ -443,7 +443,7 @@ static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 	err = src_lookup(s, m, shndx, link, &f, &n);
 	if (!err && (!n || !f[0].file || !f[0].line)) {
 		fgk_srcframes_free(f, n);
-		err = fgk_error_new(FGK_ERR_LOOKUP, NULL, "no line");
+		err = fgk__error_new(FGK_ERR_LOOKUP, NULL, "no line");
 	}
 	if (err && link) {
 		/*
@@ -455,7 +455,7 @@ static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 		err = src_lookup(s, m, shndx, link - 1, &f, &n);
 		if (!err && (!n || !f[0].file || !f[0].line)) {
 			fgk_srcframes_free(f, n);
-			err = fgk_error_new(FGK_ERR_LOOKUP, NULL, "no line");
+			err = fgk__error_new(FGK_ERR_LOOKUP, NULL, "no line");
 		}
 	}
 	if (err) {
@@ -743,7 +743,7 @@ void fgk_symbolizer_learn(struct fgk_symbolizer *s, const char *text)
 		uint64_t rt, off, size;
 		size_t nl, m;
 		const char *q = p + 2;
-		const struct vm_symbol *sym;
+		const struct fgk__symbol *sym;
 
 		if (end - q < 18 || match_kaddr(text, q, &rt) != 16 ||
 		    strncmp(q + 16, ">]", 2))
@@ -795,7 +795,7 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 	if (fr && !fr->build_id && kbid && !(fr->build_id = strdup(kbid)))
 		return &fgk_enomem;
 	if (blen && kbid && (strlen(kbid) != blen || strncasecmp(kbid, bid, blen)))
-		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
+		return fgk__error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
 				     "build-id %s, but the trace's module %.*s has %.*s (another build of the module)",
 				     kbid, (int)nlen, name, (int)blen, bid);
 	err = fgk_module_symbol(m, fn, fnlen, size, &ms);
@@ -811,7 +811,7 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 	 * at least the function's own size.
 	 */
 	if (size && ms.size > size)
-		return fgk_error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
+		return fgk__error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
 				     "%.*s is 0x%" PRIx64 " bytes in this .ko, only 0x%" PRIx64 " in the trace (another build of the module)",
 				     (int)fnlen, fn, ms.size, size);
 	if (fr) {
@@ -935,7 +935,7 @@ static struct fgk_error *check_capture_layout(struct fgk_symbolizer *s,
 				base = s->msecs[i].addr - e->offset;
 				have_base = true;
 			} else if (s->msecs[i].addr != base + e->offset) {
-				err = fgk_error_new(FGK_ERR_BUILD_ID, path,
+				err = fgk__error_new(FGK_ERR_BUILD_ID, path,
 						    "module %s: %s at 0x%" PRIx64 ", but the seed's layout (docs/layout-spec.md section 8) puts it at 0x%" PRIx64 ": the capture is of another seed or another build of %s",
 						    fgk_module_name(m), e->name,
 						    s->msecs[i].addr, base + e->offset,
@@ -975,14 +975,14 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 		if (!*l || *l == '#')
 			continue;
 		if (!capture_line(l, &mod, &sec, &addr)) {
-			err = fgk_error_new(FGK_ERR_INVALID, path,
+			err = fgk__error_new(FGK_ERR_INVALID, path,
 					    "line %zu: not \"MOD/sections/SECTION:0xADDR\" nor \"MOD SECTION 0xADDR\"",
 					    lineno);
 			break;
 		}
 		err = get_module(s, mod, strlen(mod), NULL, 0, &m);
 		if (!err && !m)
-			err = fgk_error_new(FGK_ERR_LOOKUP, path,
+			err = fgk__error_new(FGK_ERR_LOOKUP, path,
 					    "line %zu: module %s: no %s.ko under the module directories (--modules)",
 					    lineno, mod, mod);
 		if (err)
@@ -990,7 +990,7 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 		err = fgk_module_section(m, sec, &si);
 		if (err) {
 			fgk_error_free(err);
-			err = fgk_error_new(FGK_ERR_BUILD_ID, path,
+			err = fgk__error_new(FGK_ERR_BUILD_ID, path,
 					    "line %zu: %s has no section %s (the capture is of another build of %s)",
 					    lineno, fgk_module_path(m), sec, mod);
 			break;
@@ -1009,7 +1009,7 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 	}
 	free(copy);
 	if (!err && s->nmsecs > first && !nonzero)
-		err = fgk_error_new(FGK_ERR_INVALID, path,
+		err = fgk__error_new(FGK_ERR_INVALID, path,
 				    "every address is 0: /sys/module/*/sections hides them from users other than root; capture it as root");
 	/* a layout rebuilt from kallsyms has no seed to compute §8 with */
 	for (size_t i = 0; !err && s->l && !s->l->seedless && i < s->nmods; i++) {
@@ -1048,7 +1048,7 @@ static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
 	if (!runtime_to_link(s, rt, &link))
 		return NULL;	/* the symbolic part decodes it */
 	for (size_t i = 0; i < s->vm->nsyms; i++) {
-		const struct vm_symbol *v = &s->vm->syms[i];
+		const struct fgk__symbol *v = &s->vm->syms[i];
 
 		if (is_text_symbol(v, q, nl) && v->value + off == link)
 			return NULL;
@@ -1060,7 +1060,7 @@ static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
 		at.addr = link;
 		at.size = 0;
 	}
-	return fgk_error_new(FGK_ERR_BUILD_ID, fgk_vmlinux_path(s->vm),
+	return fgk__error_new(FGK_ERR_BUILD_ID, fgk_vmlinux_path(s->vm),
 			     "the trace names %.16s %.*s, but with this vmlinux, %s and base offset 0x%" PRIx64 " (from %s) it is %s+0x%" PRIx64 "/0x%" PRIx64 ": they are not the ones the kernel ran with",
 			     p, (int)m, q, s->l ? "seed" : "no seed", s->offset,
 			     s->offset_source, at.name, link - at.addr, at.size);
@@ -1108,7 +1108,7 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 
 		if (word_start(line, p) &&
 		    (m = match_symoff(p, line + len, &nl, &off, &size))) {
-			const struct vm_symbol *sym = text_symbol(s->vm, p, nl, size);
+			const struct fgk__symbol *sym = text_symbol(s->vm, p, nl, size);
 			/* "func+0x1/0x2 [mod]": a module symbol, not ours */
 			bool module = module_frame(p + m, line + len);
 			size_t a;
@@ -1137,7 +1137,7 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 				sb_printf(&b, "%.*s", (int)a, p + m);
 				m += a;
 				s->decoded += sym != NULL;
-				if (sym && off <= vm_symbol_extent(s->vm, sym, false) + 1) {
+				if (sym && off <= fgk__symbol_extent(s->vm, sym, false) + 1) {
 					struct sbuf none = { 0 };
 
 					fr->has_link = true;
@@ -1178,7 +1178,7 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 				if (src.oom)
 					b.oom = true;
 				free(src.p);
-			} else if (sym && off <= vm_symbol_extent(s->vm, sym, false) + 1) {
+			} else if (sym && off <= fgk__symbol_extent(s->vm, sym, false) + 1) {
 				struct fgk_error *err = check_size(s->vm, p, nl, size);
 
 				if (err) {

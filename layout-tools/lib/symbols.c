@@ -10,8 +10,8 @@ static struct fgk_vmlinux *sort_vm;	/* qsort has no context argument */
 
 static int cmp_name(const void *a, const void *b)
 {
-	const struct vm_symbol *x = &sort_vm->syms[*(const uint32_t *)a];
-	const struct vm_symbol *y = &sort_vm->syms[*(const uint32_t *)b];
+	const struct fgk__symbol *x = &sort_vm->syms[*(const uint32_t *)a];
+	const struct fgk__symbol *y = &sort_vm->syms[*(const uint32_t *)b];
 	int c = strcmp(x->name, y->name);
 
 	if (c)
@@ -19,14 +19,14 @@ static int cmp_name(const void *a, const void *b)
 	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
 }
 
-static bool defined(const struct vm_symbol *s)
+static bool defined(const struct fgk__symbol *s)
 {
 	return s->shndx != SHN_UNDEF && s->type != STT_SECTION &&
 	       s->type != STT_FILE;
 }
 
 /* Rank of a lookup candidate: lower is better. */
-static int rank(const struct vm_symbol *s)
+static int rank(const struct fgk__symbol *s)
 {
 	int r = 0;
 
@@ -53,10 +53,10 @@ static bool build_by_name(struct fgk_vmlinux *vm)
 	return true;
 }
 
-const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm, const char *name)
+const struct fgk__symbol *fgk__find_symbol(struct fgk_vmlinux *vm, const char *name)
 {
 	size_t lo = 0, hi;
-	const struct vm_symbol *best = NULL;
+	const struct fgk__symbol *best = NULL;
 
 	if (!vm->nsyms || !build_by_name(vm))
 		return NULL;
@@ -70,7 +70,7 @@ const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm, const char *name)
 			hi = mid;
 	}
 	for (; lo < vm->nsyms; lo++) {
-		const struct vm_symbol *s = &vm->syms[vm->by_name[lo]];
+		const struct fgk__symbol *s = &vm->syms[vm->by_name[lo]];
 
 		if (strcmp(s->name, name))
 			break;
@@ -80,7 +80,7 @@ const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm, const char *name)
 	return best;
 }
 
-static bool absolute_symbol(struct fgk_vmlinux *vm, const struct vm_symbol *s)
+static bool absolute_symbol(struct fgk_vmlinux *vm, const struct fgk__symbol *s)
 {
 	if (s->shndx == VM_SHN_ABS)
 		return true;
@@ -95,12 +95,12 @@ static bool absolute_symbol(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 	       s->value <= vm->secs[s->shndx].shdr.sh_size;
 }
 
-static void fill(struct fgk_vmlinux *vm, const struct vm_symbol *s,
+static void fill(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
 		 struct fgk_symbol *ret)
 {
 	ret->name = s->name;
 	ret->addr = s->value;
-	ret->size = vm_symbol_extent(vm, s, false);	/* lib/addr.c */
+	ret->size = fgk__symbol_extent(vm, s, false);	/* lib/addr.c */
 	ret->type = s->nmtype;
 	ret->absolute = absolute_symbol(vm, s);
 }
@@ -108,21 +108,21 @@ static void fill(struct fgk_vmlinux *vm, const struct vm_symbol *s,
 struct fgk_error *fgk_symbol_lookup(struct fgk_vmlinux *vm, const char *name,
 				    struct fgk_symbol *ret)
 {
-	const struct vm_symbol *s;
-	struct fgk_error *err = vm_require_symtab(vm, "symbol lookup");
+	const struct fgk__symbol *s;
+	struct fgk_error *err = fgk__require_symtab(vm, "symbol lookup");
 
 	if (err)
 		return err;
-	s = vm_find_symbol(vm, name);
+	s = fgk__find_symbol(vm, name);
 	if (!s)
-		return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
 				     "no symbol '%s'", name);
 	fill(vm, s, ret);
 	return NULL;
 }
 
 /* Candidates for address lookup: named, defined, in an allocated section. */
-static bool addr_candidate(struct fgk_vmlinux *vm, const struct vm_symbol *s)
+static bool addr_candidate(struct fgk_vmlinux *vm, const struct fgk__symbol *s)
 {
 	if (!defined(s) || !s->name[0] || s->shndx >= vm->shnum)
 		return false;
@@ -139,8 +139,8 @@ static bool addr_candidate(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 static int cmp_addr(const void *a, const void *b)
 {
 	uint32_t ia = *(const uint32_t *)a, ib = *(const uint32_t *)b;
-	const struct vm_symbol *x = &sort_vm->syms[ia];
-	const struct vm_symbol *y = &sort_vm->syms[ib];
+	const struct fgk__symbol *x = &sort_vm->syms[ia];
+	const struct fgk__symbol *y = &sort_vm->syms[ib];
 
 	if (x->value != y->value)
 		return x->value < y->value ? -1 : 1;
@@ -190,9 +190,9 @@ bool fgk_vmlinux_contains(struct fgk_vmlinux *vm, uint64_t addr)
 struct fgk_error *fgk_symbol_at(struct fgk_vmlinux *vm, uint64_t addr,
 				struct fgk_symbol *ret)
 {
-	struct fgk_error *err = vm_require_symtab(vm, "address lookup");
+	struct fgk_error *err = fgk__require_symtab(vm, "address lookup");
 	size_t lo = 0, hi;
-	const struct vm_symbol *best = NULL;
+	const struct fgk__symbol *best = NULL;
 
 	if (err)
 		return err;
@@ -216,7 +216,7 @@ struct fgk_error *fgk_symbol_at(struct fgk_vmlinux *vm, uint64_t addr,
 		uint64_t v = vm->syms[vm->by_addr[lo - 1]].value;
 
 		for (size_t k = lo; k > 0; k--) {
-			const struct vm_symbol *s = &vm->syms[vm->by_addr[k - 1]];
+			const struct fgk__symbol *s = &vm->syms[vm->by_addr[k - 1]];
 
 			if (s->value != v)
 				break;
@@ -229,7 +229,7 @@ struct fgk_error *fgk_symbol_at(struct fgk_vmlinux *vm, uint64_t addr,
 		}
 	}
 	if (!best)
-		return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
 				     "no symbol at or below 0x%016llx",
 				     (unsigned long long)addr);
 	fill(vm, best, ret);

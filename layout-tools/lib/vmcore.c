@@ -128,7 +128,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 	if (!info->raw)
 		return &fgk_enomem;
 	if (strlen(info->raw) != (size_t)(end - text))
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "VMCOREINFO contains NUL bytes: corrupt dump");
 	while (p < end) {
 		const char *eol = memchr(p, '\n', end - p), *eq;
@@ -153,7 +153,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 		if (key == NKEYS)
 			goto next;
 		if (seen[key])
-			return fgk_error_new(FGK_ERR_VMCORE, path,
+			return fgk__error_new(FGK_ERR_VMCORE, path,
 					     "VMCOREINFO: %s= appears twice: corrupt or tampered dump",
 					     keys[key]);
 		seen[key] = true;
@@ -161,7 +161,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 		case K_OSRELEASE:
 			for (size_t i = 0; i < vlen; i++)
 				if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
-					return fgk_error_new(FGK_ERR_VMCORE, path,
+					return fgk__error_new(FGK_ERR_VMCORE, path,
 							     "VMCOREINFO: OSRELEASE= contains control characters");
 			info->osrelease = strndup(v, vlen);
 			if (!info->osrelease)
@@ -169,7 +169,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 			break;
 		case K_BUILD_ID:
 			if (!vlen || vlen > 128 || vlen % 2 || !all_hex(v, vlen))
-				return fgk_error_new(FGK_ERR_VMCORE, path,
+				return fgk__error_new(FGK_ERR_VMCORE, path,
 						     "VMCOREINFO: bad BUILD-ID=%.*s (want hex bytes)",
 						     (int)(vlen > 80 ? 80 : vlen), v);
 			info->build_id = lower_dup(v, vlen);
@@ -179,7 +179,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 		case K_KERNELOFFSET:
 			/* what the kernel prints: %lx, 1 to 16 hex digits */
 			if (!vlen || vlen > 16 || !all_hex(v, vlen))
-				return fgk_error_new(FGK_ERR_VMCORE, path,
+				return fgk__error_new(FGK_ERR_VMCORE, path,
 						     "VMCOREINFO: bad KERNELOFFSET=%.*s (want 1 to 16 hex digits)",
 						     (int)(vlen > 80 ? 80 : vlen), v);
 			info->offset = 0;
@@ -200,7 +200,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 				break;
 			}
 			if (vlen != FGK_SEED_HEX_LEN || !all_hex(v, vlen))
-				return fgk_error_new(FGK_ERR_VMCORE, path,
+				return fgk__error_new(FGK_ERR_VMCORE, path,
 						     "VMCOREINFO: bad FGKASLR_SEED=%.*s (want 64 hex digits or 'disabled')",
 						     (int)(vlen > 80 ? 80 : vlen), v);
 			memcpy(buf, v, vlen);
@@ -232,23 +232,23 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 
 	info->format = FGK_VMCORE_ELF;
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return fgk_error_libelf(FGK_ERR_ELF, path, "libelf initialisation");
+		return fgk__error_libelf(FGK_ERR_ELF, path, "libelf initialisation");
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
-		return fgk_error_libelf(FGK_ERR_VMCORE, path,
+		return fgk__error_libelf(FGK_ERR_VMCORE, path,
 					"not a readable ELF core");
 	if (!gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &phnum) < 0) {
-		err = fgk_error_libelf(FGK_ERR_VMCORE, path, "corrupt ELF header");
+		err = fgk__error_libelf(FGK_ERR_VMCORE, path, "corrupt ELF header");
 		goto out;
 	}
 	if (ehdr.e_type != ET_CORE) {
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    "an ELF file but not a core dump (e_type %u): give the dump, not vmlinux",
 				    ehdr.e_type);
 		goto out;
 	}
 	if (!phnum) {
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    "ELF core without program headers: corrupt dump");
 		goto out;
 	}
@@ -257,13 +257,13 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, i, &ph)) {
-			err = fgk_error_libelf(FGK_ERR_VMCORE, path,
+			err = fgk__error_libelf(FGK_ERR_VMCORE, path,
 					       "truncated or corrupt dump: program header %zu unreadable",
 					       i);
 			goto out;
 		}
 		if (ph.p_offset + ph.p_filesz < ph.p_offset) {
-			err = fgk_error_new(FGK_ERR_VMCORE, path,
+			err = fgk__error_new(FGK_ERR_VMCORE, path,
 					    "program header %zu: bad size", i);
 			goto out;
 		}
@@ -271,7 +271,7 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 			need = ph.p_offset + ph.p_filesz;
 	}
 	if (need > (uint64_t)fsize) {
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    "truncated dump: %lld bytes, its program headers need %llu",
 				    (long long)fsize, (unsigned long long)need);
 		goto out;
@@ -286,7 +286,7 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 			continue;
 		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
 		if (!d) {
-			err = fgk_error_libelf(FGK_ERR_VMCORE, path,
+			err = fgk__error_libelf(FGK_ERR_VMCORE, path,
 					       "PT_NOTE segment unreadable");
 			break;
 		}
@@ -304,7 +304,7 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 		}
 	}
 	if (!err && !found)
-		err = fgk_error_new(FGK_ERR_NO_VMCOREINFO, path,
+		err = fgk__error_new(FGK_ERR_NO_VMCOREINFO, path,
 				    "ELF core without a VMCOREINFO note (QEMU: -device vmcoreinfo and a guest with CONFIG_FW_CFG_SYSFS)");
 out:
 	elf_end(elf);
@@ -363,9 +363,9 @@ static struct fgk_error *pfgk__read_full(int fd, const char *path, void *buf,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
-			return fgk_error_os(errno, path, "read error");
+			return fgk__error_os(errno, path, "read error");
 		if (r == 0)
-			return fgk_error_new(FGK_ERR_VMCORE, path,
+			return fgk__error_new(FGK_ERR_VMCORE, path,
 					     "truncated dump: ends inside its headers");
 		got += (size_t)r;
 	}
@@ -403,7 +403,7 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 	if (!ndump)
 		return NULL;
 	if (!in_file(desc, ndump * PAGE_DESC_SIZE, fsize))
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "truncated or corrupt dump: %llu bytes, the descriptors of its %llu pages need %llu",
 				     (unsigned long long)fsize, (unsigned long long)ndump,
 				     (unsigned long long)(desc + ndump * PAGE_DESC_SIZE));
@@ -411,7 +411,7 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 	if (err)
 		return err;
 	if (!in_file(le64(d), le32(d + 8), fsize))
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "truncated or corrupt dump: %llu bytes, its last page is stored at %llu + %u",
 				     (unsigned long long)fsize, (unsigned long long)le64(d),
 				     (unsigned)le32(d + 8));
@@ -419,7 +419,7 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 }
 
 #define BAD_HEADER(...) \
-	fgk_error_new(FGK_ERR_VMCORE, path, "corrupt kdump header: " __VA_ARGS__)
+	fgk__error_new(FGK_ERR_VMCORE, path, "corrupt kdump header: " __VA_ARGS__)
 
 /*
  * Check the kdump headers of fd (fsize bytes); on success *raw is the
@@ -439,7 +439,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 	*raw = NULL;
 	*rawlen = 0;
 	if (fsize < DDH_SIZE)
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "truncated dump: %llu bytes, shorter than a kdump header",
 				     (unsigned long long)fsize);
 	err = pfgk__read_full(fd, path, h, sizeof(h), 0);
@@ -463,7 +463,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 	/* header block, sub-header, both bitmaps: all inside the file */
 	data = (1 + sub + bitmap) * bs;		/* < 2^53: no overflow */
 	if (data > fsize)
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "truncated or corrupt dump: %llu bytes, its headers and bitmaps need %llu",
 				     (unsigned long long)fsize,
 				     (unsigned long long)data);
@@ -554,7 +554,7 @@ static struct fgk_error *kdump_check_tail(const char *path, kdump_ctx_t *ctx)
 			return NULL;
 		if (st == KDUMP_ERR_NODATA)
 			continue;
-		return fgk_error_libkdumpfile(ctx, path,
+		return fgk__error_libkdumpfile(ctx, path,
 					      "truncated or corrupt dump: page %#llx unreadable",
 					      (unsigned long long)pfn);
 	}
@@ -579,18 +579,18 @@ static struct fgk_error *kdump_library_read(const char *path, int fd,
 		return &fgk_enomem;
 	st = kdump_open_fd(ctx, fd);
 	if (st != KDUMP_OK)
-		return fgk_error_libkdumpfile(ctx, path, "not a readable kdump file");
+		return fgk__error_libkdumpfile(ctx, path, "not a readable kdump file");
 	/* vmcoreinfo attributes live under the OS ("linux.vmcoreinfo") */
 	st = kdump_set_string_attr(ctx, KDUMP_ATTR_OSTYPE, "linux");
 	if (st != KDUMP_OK && st != KDUMP_ERR_NODATA)
-		return fgk_error_libkdumpfile(ctx, path, "cannot set the OS type");
+		return fgk__error_libkdumpfile(ctx, path, "cannot set the OS type");
 	st = kdump_vmcoreinfo_raw(ctx, raw);
 	if (st == KDUMP_ERR_NODATA) {
 		*raw = NULL;
 		*status = KD_NODATA;
 	} else if (st != KDUMP_OK) {
 		*raw = NULL;
-		return fgk_error_libkdumpfile(ctx, path, "cannot read VMCOREINFO");
+		return fgk__error_libkdumpfile(ctx, path, "cannot read VMCOREINFO");
 	}
 	err = kdump_check_tail(path, ctx);
 	if (!err && *status != KD_NODATA)
@@ -644,26 +644,26 @@ static struct fgk_error *kdump_isolated(const char *path, int fd, char **raw,
 		free(buf);
 		buf = NULL;
 		if (WIFSIGNALED(wstatus))
-			return fgk_error_new(FGK_ERR_VMCORE, path,
+			return fgk__error_new(FGK_ERR_VMCORE, path,
 					     "corrupt dump: libkdumpfile could not read it (killed by signal %d)",
 					     WTERMSIG(wstatus));
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "corrupt dump: libkdumpfile could not read it");
 	}
 	if (err) {
 		fgk_error_free(err);
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "corrupt dump: libkdumpfile could not read it");
 	}
 	*status = buf[0];
 	if (*status == KD_ERROR) {
-		err = fgk_error_new(FGK_ERR_VMCORE, path, "%s", buf + 1);
+		err = fgk__error_new(FGK_ERR_VMCORE, path, "%s", buf + 1);
 		free(buf);
 		return err;
 	}
 	if (*status != KD_OK && *status != KD_NODATA) {
 		free(buf);
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "corrupt dump: libkdumpfile could not read it");
 	}
 	if (len > 1) {
@@ -701,7 +701,7 @@ static struct fgk_error *read_kdump(const char *path, int fd, uint64_t fsize,
 		libraw = NULL;
 	}
 	if (!raw) {
-		err = fgk_error_new(FGK_ERR_NO_VMCOREINFO, path,
+		err = fgk__error_new(FGK_ERR_NO_VMCOREINFO, path,
 				    "kdump file without VMCOREINFO");
 		goto out;
 	}
@@ -732,10 +732,10 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 	uint64_t limit = 2 * insize + 4096, end = 0;
 
 	if (fgk__read_full(in, hdr, sizeof(hdr)))
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "truncated flattened kdump header");
 	if (memcmp(hdr, FLAT_SIG, sizeof(FLAT_SIG) - 1))
-		return fgk_error_new(FGK_ERR_VMCORE, path,
+		return fgk__error_new(FGK_ERR_VMCORE, path,
 				     "not a flattened kdump file");
 	buf = malloc(bufsz);
 	if (!buf)
@@ -745,7 +745,7 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 		uint64_t off, size;
 
 		if (fgk__read_full(in, rec, sizeof(rec))) {
-			err = fgk_error_new(FGK_ERR_VMCORE, path,
+			err = fgk__error_new(FGK_ERR_VMCORE, path,
 					    "truncated dump: flattened stream ends after %llu records without its end marker",
 					    records);
 			break;
@@ -755,7 +755,7 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 		if (off == UINT64_MAX)	/* the end marker: offset -1 */
 			break;
 		if (off > limit || size > limit - off) {
-			err = fgk_error_new(FGK_ERR_VMCORE, path,
+			err = fgk__error_new(FGK_ERR_VMCORE, path,
 					    "corrupt flattened record %llu (offset %lld, size %lld): beyond what a %llu-byte stream can hold",
 					    records, (long long)off, (long long)size,
 					    (unsigned long long)insize);
@@ -768,14 +768,14 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 			ssize_t w;
 
 			if (fgk__read_full(in, buf, n)) {
-				err = fgk_error_new(FGK_ERR_VMCORE, path,
+				err = fgk__error_new(FGK_ERR_VMCORE, path,
 						    "truncated dump: flattened record %llu cut short",
 						    records);
 				goto out;
 			}
 			w = pwrite(out, buf, n, (off_t)off);
 			if (w != (ssize_t)n) {
-				err = fgk_error_os(w < 0 ? errno : ENOSPC, out_name,
+				err = fgk__error_os(w < 0 ? errno : ENOSPC, out_name,
 						   "writing the dump reassembled from %s",
 						   path);
 				goto out;
@@ -805,7 +805,7 @@ struct fgk_error *fgk_vmcore_unflatten(const char *in_path, const char *out_path
 	if (stat(out_path, &ost) == 0 && ost.st_dev == st.st_dev &&
 	    ost.st_ino == st.st_ino) {
 		close(in);
-		return fgk_error_new(FGK_ERR_INVALID, out_path,
+		return fgk__error_new(FGK_ERR_INVALID, out_path,
 				     "is the input dump: refusing to overwrite it");
 	}
 	err = fgk__check_output_target(out_path);
@@ -815,17 +815,17 @@ struct fgk_error *fgk_vmcore_unflatten(const char *in_path, const char *out_path
 	}
 	out = fgk__temp_create(out_path, &tmp);
 	if (out < 0) {
-		err = fgk_error_os(errno, out_path, "cannot create");
+		err = fgk__error_os(errno, out_path, "cannot create");
 		close(in);
 		return err;
 	}
 	/* out is 0600 (fgk__temp_create): the dump holds the seed */
 	err = unflatten_fd(in_path, in, (uint64_t)st.st_size, out, out_path, NULL);
 	if (close(out) < 0 && !err)
-		err = fgk_error_os(errno, out_path, "cannot write");
+		err = fgk__error_os(errno, out_path, "cannot write");
 	close(in);
 	if (!err && rename(tmp, out_path) < 0)
-		err = fgk_error_os(errno, out_path, "cannot write");
+		err = fgk__error_os(errno, out_path, "cannot write");
 	if (err)
 		unlink(tmp);
 	fgk__temp_forget(tmp);
@@ -848,7 +848,7 @@ static struct fgk_error *read_flat(const char *path, int fd, uint64_t fsize,
 		return &fgk_enomem;
 	out = fgk__temp_create(base, &tmp);
 	if (out < 0) {
-		err = fgk_error_os(errno, base, "cannot create a temporary file for the reassembled dump");
+		err = fgk__error_os(errno, base, "cannot create a temporary file for the reassembled dump");
 		free(base);
 		return err;
 	}
@@ -856,7 +856,7 @@ static struct fgk_error *read_flat(const char *path, int fd, uint64_t fsize,
 	unlink(tmp);	/* only the descriptor is needed: nothing to clean up */
 	fgk__temp_forget(tmp);
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		err = fgk_error_os(errno, path, "seek");
+		err = fgk__error_os(errno, path, "seek");
 	else
 		err = unflatten_fd(path, fd, fsize, out, tmp, &size);
 	info->format = FGK_VMCORE_KDUMP_FLAT;
@@ -882,7 +882,7 @@ struct fgk_error *fgk_vmcore_read(const char *path, struct fgk_vmcoreinfo *info)
 		return err;
 	n = pread(fd, magic, sizeof(magic), 0);
 	if (n < 0) {
-		err = fgk_error_os(errno, path, "read");
+		err = fgk__error_os(errno, path, "read");
 		goto out;
 	}
 	if (n >= 4 && !memcmp(magic, ELFMAG, SELFMAG)) {
@@ -893,7 +893,7 @@ struct fgk_error *fgk_vmcore_read(const char *path, struct fgk_vmcoreinfo *info)
 	} else if (n >= 12 && !memcmp(magic, FLAT_SIG, 12)) {
 		err = read_flat(path, fd, (uint64_t)st.st_size, info);
 	} else {
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    n ? "not a crash dump (neither an ELF core nor a kdump-compressed file)"
 				      : "empty file: not a crash dump");
 	}

@@ -34,7 +34,7 @@ static struct fgk_error *elf_read_phys(const char *path, int fd,
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
-		err = fgk_error_libelf(FGK_ERR_VMCORE, path, "not an ELF core");
+		err = fgk__error_libelf(FGK_ERR_VMCORE, path, "not an ELF core");
 		goto out;
 	}
 	for (size_t k = 0; k < n; k++) {
@@ -53,7 +53,7 @@ static struct fgk_error *elf_read_phys(const char *path, int fd,
 			if (pread(fd, r[k].buf, r[k].len,
 				  (off_t)(ph.p_offset + (r[k].addr - ph.p_paddr))) !=
 			    (ssize_t)r[k].len) {
-				err = fgk_error_new(FGK_ERR_VMCORE, path,
+				err = fgk__error_new(FGK_ERR_VMCORE, path,
 						    "truncated dump: physical memory 0x%llx+0x%zx is beyond the end of the file",
 						    (unsigned long long)r[k].addr,
 						    r[k].len);
@@ -61,7 +61,7 @@ static struct fgk_error *elf_read_phys(const char *path, int fd,
 			}
 		}
 		if (!found) {
-			err = fgk_error_new(FGK_ERR_VMCORE, path,
+			err = fgk__error_new(FGK_ERR_VMCORE, path,
 					    "physical memory 0x%llx+0x%zx is not in the dump",
 					    (unsigned long long)r[k].addr, r[k].len);
 			goto out;
@@ -121,10 +121,10 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 
 		if (fgk__read_full(pipefd, &code, 1) < 0 ||
 		    (code == 'O' && fgk__read_full(pipefd, r[k].buf, r[k].len) < 0))
-			err = fgk_error_new(FGK_ERR_VMCORE, path,
+			err = fgk__error_new(FGK_ERR_VMCORE, path,
 					    "corrupt dump: libkdumpfile could not read it");
 		else if (code != 'O')
-			err = fgk_error_new(FGK_ERR_VMCORE, path,
+			err = fgk__error_new(FGK_ERR_VMCORE, path,
 					    "physical memory 0x%llx+0x%zx is not in the dump (or not readable)",
 					    (unsigned long long)r[k].addr, r[k].len);
 	}
@@ -134,7 +134,7 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 	while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
 		;
 	if (!err && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0))
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    "corrupt dump: libkdumpfile could not read it");
 	return err;
 }
@@ -152,14 +152,14 @@ struct fgk_error *fgk__vmcore_read_phys(const char *path,
 	if (err)
 		return err;
 	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic))
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    "not a crash dump (too short)");
 	else if (!memcmp(magic, ELFMAG, SELFMAG))
 		err = elf_read_phys(path, fd, r, n);
 	else if (!memcmp(magic, KDUMP_SIG, 8))
 		err = kdump_read_phys(path, fd, r, n);
 	else
-		err = fgk_error_new(FGK_ERR_VMCORE, path,
+		err = fgk__error_new(FGK_ERR_VMCORE, path,
 				    "cannot read memory of this dump: neither an ELF core nor a kdump-compressed file (unflatten a flattened one first)");
 	close(fd);
 	return err;
@@ -188,12 +188,12 @@ pid_t fgk__kdump_fork(const char *path, int *fd, struct fgk_error **err)
 	pid_t pid;
 
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		*err = fgk_error_os(errno, path, "cannot read dump (pipe)");
+		*err = fgk__error_os(errno, path, "cannot read dump (pipe)");
 		return -1;
 	}
 	pid = fork();
 	if (pid < 0) {
-		*err = fgk_error_os(errno, path, "cannot read dump (fork)");
+		*err = fgk__error_os(errno, path, "cannot read dump (fork)");
 		close(pipefd[0]);
 		close(pipefd[1]);
 		return -1;

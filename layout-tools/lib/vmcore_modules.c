@@ -127,11 +127,11 @@ static struct fgk_error *find_fields(struct ctx *c)
 		c->f[k] = -1;
 	fd = open(c->vmpath, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fgk_error_os(errno, c->vmpath, "open");
+		return fgk__error_os(errno, c->vmpath, "open");
 	dw = dwarf_begin(fd, DWARF_C_READ);
 	if (!dw) {
 		close(fd);
-		return fgk_error_new(FGK_ERR_ELF, c->vmpath,
+		return fgk__error_new(FGK_ERR_ELF, c->vmpath,
 				     "no DWARF: cannot find struct module to list the dump's modules");
 	}
 	while (!all_found(c) &&
@@ -160,7 +160,7 @@ static struct fgk_error *find_fields(struct ctx *c)
 	close(fd);
 	for (int k = 0; k < NREQUIRED; k++)
 		if (c->f[k] < 0)
-			return fgk_error_new(FGK_ERR_ELF, c->vmpath,
+			return fgk__error_new(FGK_ERR_ELF, c->vmpath,
 					     "no struct %s%s%s in its DWARF: cannot list the dump's modules",
 					     wanted[k].type, wanted[k].member ? " member " : "",
 					     wanted[k].member ? wanted[k].member : "");
@@ -194,7 +194,7 @@ static struct fgk_error *v2p(struct ctx *c, uint64_t va, uint64_t *pa)
 		if (err)
 			return err;
 		if (!(e & PTE_PRESENT))
-			return fgk_error_new(FGK_ERR_VMCORE, c->dump,
+			return fgk__error_new(FGK_ERR_VMCORE, c->dump,
 					     "virtual address 0x%" PRIx64 " is not mapped in the dump's page tables",
 					     va);
 		if (l == levels - 1 || ((e & PTE_PSE) && l >= levels - 3)) {
@@ -252,7 +252,7 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 {
 	struct ctx c = { .dump = dump, .vmpath = vm->path };
 	struct fgk_vmcore_module *mods = NULL;
-	const struct vm_symbol *list;
+	const struct fgk__symbol *list;
 	struct fgk_error *err;
 	uint64_t pgt, l5 = 0, head, p;
 	uint8_t b8[8];
@@ -263,15 +263,15 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 	if (!info->raw || !info->has_offset ||
 	    !fgk__vmcoreinfo_number(info->raw, "NUMBER(phys_base)", 10, &c.phys_base) ||
 	    !fgk__vmcoreinfo_number(info->raw, "SYMBOL(init_top_pgt)", 16, &pgt))
-		return fgk_error_new(FGK_ERR_VMCORE, dump,
+		return fgk__error_new(FGK_ERR_VMCORE, dump,
 				     "its VMCOREINFO lacks KERNELOFFSET, NUMBER(phys_base) or SYMBOL(init_top_pgt): cannot list its modules");
 	fgk__vmcoreinfo_number(info->raw, "NUMBER(pgtable_l5_enabled)", 10, &l5);
 	c.l5 = l5 != 0;
 	c.offset = info->offset;
 	c.pgd = pgt - START_KERNEL_MAP + c.phys_base;
-	list = vm_find_symbol(vm, "modules");
+	list = fgk__find_symbol(vm, "modules");
 	if (!list)
-		return fgk_error_new(FGK_ERR_LOOKUP, vm->path,
+		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
 				     "no symbol 'modules': a kernel without CONFIG_MODULES?");
 	err = find_fields(&c);
 	if (err)
@@ -285,7 +285,7 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 		uint32_t nnotes = 0;
 
 		if (cnt == MAX_MODULES) {
-			err = fgk_error_new(FGK_ERR_VMCORE, dump,
+			err = fgk__error_new(FGK_ERR_VMCORE, dump,
 					    "more than %d modules in its module list: corrupt dump",
 					    MAX_MODULES);
 			break;

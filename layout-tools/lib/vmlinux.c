@@ -17,28 +17,28 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 	const char *p = vm->path;
 
 	if (vm->ehdr.e_shoff == 0)
-		return fgk_error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
+		return fgk__error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
 	if (vm->ehdr.e_shoff > vm->image_size ||
 	    (uint64_t)(vm->ehdr.e_shnum ? vm->ehdr.e_shnum : 1) *
 	    vm->ehdr.e_shentsize > vm->image_size - vm->ehdr.e_shoff)
-		return fgk_error_new(FGK_ERR_ELF, p,
+		return fgk__error_new(FGK_ERR_ELF, p,
 				     "truncated or corrupt ELF: section headers at offset %llu extend beyond the end of the file (%zu bytes)",
 				     (unsigned long long)vm->ehdr.e_shoff,
 				     vm->image_size);
 	if (elf_getshdrnum(vm->elf, &vm->shnum) != 0)
-		return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read the section count");
+		return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read the section count");
 	if (vm->shnum == 0)
-		return fgk_error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
+		return fgk__error_new(FGK_ERR_ELF, p, "ELF file has no section headers");
 	if (vm->ehdr.e_shoff > vm->image_size ||
 	    (uint64_t)vm->shnum * vm->ehdr.e_shentsize >
 	    vm->image_size - vm->ehdr.e_shoff)
-		return fgk_error_new(FGK_ERR_ELF, p,
+		return fgk__error_new(FGK_ERR_ELF, p,
 				     "truncated or corrupt ELF: section headers (%zu at offset %llu) extend beyond the end of the file (%zu bytes)",
 				     vm->shnum,
 				     (unsigned long long)vm->ehdr.e_shoff,
 				     vm->image_size);
 	if (elf_getshdrstrndx(vm->elf, &shstrndx) != 0)
-		return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read the section name table index");
+		return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read the section name table index");
 	vm->secs = calloc(vm->shnum, sizeof(*vm->secs));
 	if (!vm->secs)
 		return &fgk_enomem;
@@ -47,12 +47,12 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 		GElf_Shdr *sh = &vm->secs[i].shdr;
 
 		if (!scn || !gelf_getshdr(scn, sh))
-			return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read section header %zu", i);
+			return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read section header %zu", i);
 		/* SHT_NULL too: its offset must not point anywhere else */
 		if (sh->sh_type != SHT_NOBITS &&
 		    (sh->sh_offset > vm->image_size ||
 		     sh->sh_size > vm->image_size - sh->sh_offset))
-			return fgk_error_new(FGK_ERR_ELF, p,
+			return fgk__error_new(FGK_ERR_ELF, p,
 					     "truncated or corrupt ELF: section %zu extends beyond the end of the file",
 					     i);
 		if (i == 0)
@@ -60,7 +60,7 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 		else {
 			vm->secs[i].name = elf_strptr(vm->elf, shstrndx, sh->sh_name);
 			if (!vm->secs[i].name)
-				return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read the name of section %zu", i);
+				return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read the name of section %zu", i);
 		}
 	}
 	return NULL;
@@ -108,7 +108,7 @@ static char decode_section_type(const GElf_Shdr *sh, const char *name)
 	return '?';
 }
 
-static char nm_type(struct fgk_vmlinux *vm, const struct vm_symbol *s)
+static char nm_type(struct fgk_vmlinux *vm, const struct fgk__symbol *s)
 {
 	char c;
 
@@ -130,7 +130,7 @@ static char nm_type(struct fgk_vmlinux *vm, const struct vm_symbol *s)
 	if (s->shndx == VM_SHN_ABS)
 		c = 'a';
 	else if (s->shndx < vm->shnum) {
-		const struct vm_section *sec = &vm->secs[s->shndx];
+		const struct fgk__section *sec = &vm->secs[s->shndx];
 
 		c = coff_section_type(sec->name);
 		if (c == '?')
@@ -158,18 +158,18 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 	if (!symtab)
 		return NULL;	/* stripped: callers that need it complain */
 	if (vm->secs[symtab].shdr.sh_entsize != gelf_fsize(vm->elf, ELF_T_SYM, 1, EV_CURRENT))
-		return fgk_error_new(FGK_ERR_ELF, p, "corrupt ELF: bad .symtab entry size");
+		return fgk__error_new(FGK_ERR_ELF, p, "corrupt ELF: bad .symtab entry size");
 	strndx = vm->secs[symtab].shdr.sh_link;
 	if (strndx == 0 || strndx >= vm->shnum ||
 	    vm->secs[strndx].shdr.sh_type != SHT_STRTAB)
-		return fgk_error_new(FGK_ERR_ELF, p, "corrupt ELF: .symtab has no string table");
+		return fgk__error_new(FGK_ERR_ELF, p, "corrupt ELF: .symtab has no string table");
 	data = elf_getdata(elf_getscn(vm->elf, symtab), NULL);
 	if (!data)
-		return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read .symtab");
+		return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read .symtab");
 	if (xndx) {
 		xdata = elf_getdata(elf_getscn(vm->elf, xndx), NULL);
 		if (!xdata)
-			return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read .symtab_shndx");
+			return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read .symtab_shndx");
 	}
 	n = data->d_size / vm->secs[symtab].shdr.sh_entsize;
 	vm->syms = calloc(n ? n : 1, sizeof(*vm->syms));
@@ -178,13 +178,13 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 	for (size_t i = 1; i < n; i++) {
 		GElf_Sym sym;
 		Elf32_Word x = 0;
-		struct vm_symbol *s = &vm->syms[vm->nsyms];
+		struct fgk__symbol *s = &vm->syms[vm->nsyms];
 
 		if (!gelf_getsymshndx(data, xdata, (int)i, &sym, &x))
-			return fgk_error_libelf(FGK_ERR_ELF, p, "cannot read symbol %zu", i);
+			return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read symbol %zu", i);
 		s->name = elf_strptr(vm->elf, strndx, sym.st_name);
 		if (!s->name)
-			return fgk_error_libelf(FGK_ERR_ELF, p, "corrupt ELF: bad name of symbol %zu", i);
+			return fgk__error_libelf(FGK_ERR_ELF, p, "corrupt ELF: bad name of symbol %zu", i);
 		s->value = sym.st_value;
 		s->size = sym.st_size;
 		/*
@@ -205,11 +205,11 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 		s->type = GELF_ST_TYPE(sym.st_info);
 		if (s->shndx != SHN_UNDEF && s->shndx < VM_SHN_OTHER &&
 		    s->shndx >= vm->shnum && sym.st_shndx != SHN_XINDEX)
-			return fgk_error_new(FGK_ERR_ELF, p,
+			return fgk__error_new(FGK_ERR_ELF, p,
 					     "corrupt ELF: symbol %zu refers to section %zu of %zu",
 					     i, s->shndx, vm->shnum);
 		if (sym.st_shndx == SHN_XINDEX && s->shndx >= vm->shnum)
-			return fgk_error_new(FGK_ERR_ELF, p,
+			return fgk__error_new(FGK_ERR_ELF, p,
 					     "corrupt ELF: symbol %zu refers to section %zu of %zu",
 					     i, s->shndx, vm->shnum);
 		s->nmtype = nm_type(vm, s);
@@ -229,7 +229,7 @@ static struct fgk_error *load_build_id(struct fgk_vmlinux *vm)
 			continue;
 		data = elf_getdata(elf_getscn(vm->elf, i), NULL);
 		if (!data)
-			return fgk_error_libelf(FGK_ERR_ELF, vm->path, "cannot read note section %s",
+			return fgk__error_libelf(FGK_ERR_ELF, vm->path, "cannot read note section %s",
 						vm->secs[i].name);
 		while (off < data->d_size &&
 		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
@@ -254,13 +254,13 @@ static struct fgk_error *load_build_id(struct fgk_vmlinux *vm)
 static void load_release(struct fgk_vmlinux *vm)
 {
 	static const char prefix[] = "Linux version ";
-	const struct vm_symbol *s = vm_find_symbol(vm, "linux_banner");
+	const struct fgk__symbol *s = fgk__find_symbol(vm, "linux_banner");
 	const char *str, *end;
 	uint64_t avail;
 
 	if (!s)
 		return;
-	str = vm_section_tail(vm, s->shndx, s->value, &avail);
+	str = fgk__section_tail(vm, s->shndx, s->value, &avail);
 	if (!str || avail < sizeof(prefix) ||
 	    memcmp(str, prefix, sizeof(prefix) - 1))
 		return;
@@ -280,7 +280,7 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 	struct stat st;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
-		return fgk_error_libelf(FGK_ERR_ELF, NULL, "libelf initialization failed");
+		return fgk__error_libelf(FGK_ERR_ELF, NULL, "libelf initialization failed");
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return &fgk_enomem;
@@ -295,21 +295,21 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 		goto fail;
 	vm->elf = elf_begin(vm->fd, ELF_C_READ_MMAP, NULL);
 	if (!vm->elf) {
-		err = fgk_error_libelf(FGK_ERR_ELF, path, "cannot read ELF");
+		err = fgk__error_libelf(FGK_ERR_ELF, path, "cannot read ELF");
 		goto fail;
 	}
 	if (elf_kind(vm->elf) != ELF_K_ELF) {
-		err = fgk_error_new(FGK_ERR_ELF, path, "not an ELF file");
+		err = fgk__error_new(FGK_ERR_ELF, path, "not an ELF file");
 		goto fail;
 	}
 	vm->image = elf_rawfile(vm->elf, &vm->image_size);
 	if (!vm->image || !gelf_getehdr(vm->elf, &vm->ehdr)) {
-		err = fgk_error_libelf(FGK_ERR_ELF, path, "truncated or corrupt ELF header");
+		err = fgk__error_libelf(FGK_ERR_ELF, path, "truncated or corrupt ELF header");
 		goto fail;
 	}
 	if (vm->ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    vm->ehdr.e_ident[EI_DATA] != ELFDATA2LSB) {
-		err = fgk_error_new(FGK_ERR_ELF, path,
+		err = fgk__error_new(FGK_ERR_ELF, path,
 				    "not a 64-bit little-endian ELF (x86_64 vmlinux expected)");
 		goto fail;
 	}
@@ -361,7 +361,7 @@ const char *fgk_vmlinux_release(const struct fgk_vmlinux *vm)
 	return vm->release;
 }
 
-const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
+const void *fgk__section_tail(struct fgk_vmlinux *vm, size_t shndx,
 			    uint64_t addr, uint64_t *avail)
 {
 	const GElf_Shdr *sh;
@@ -377,20 +377,20 @@ const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
 	return vm->image + sh->sh_offset + (addr - sh->sh_addr);
 }
 
-const void *vm_section_bytes(struct fgk_vmlinux *vm, size_t shndx,
+const void *fgk__section_bytes(struct fgk_vmlinux *vm, size_t shndx,
 			     uint64_t addr, uint64_t len)
 {
 	uint64_t avail;
-	const void *p = vm_section_tail(vm, shndx, addr, &avail);
+	const void *p = fgk__section_tail(vm, shndx, addr, &avail);
 
 	return p && avail >= len ? p : NULL;
 }
 
-struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why)
+struct fgk_error *fgk__require_symtab(struct fgk_vmlinux *vm, const char *why)
 {
 	if (vm->syms && vm->nsyms)
 		return NULL;
-	return fgk_error_new(FGK_ERR_NO_SYMTAB, vm->path,
+	return fgk__error_new(FGK_ERR_NO_SYMTAB, vm->path,
 			     "no symbol table (stripped vmlinux?): needed for %s; use the unstripped vmlinux from the kernel build",
 			     why);
 }

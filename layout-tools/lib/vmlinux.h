@@ -6,12 +6,12 @@
 #include <gelf.h>
 #include <fgk/fgk.h>
 
-struct vm_section {
+struct fgk__section {
 	GElf_Shdr shdr;
 	const char *name;
 };
 
-struct vm_symbol {
+struct fgk__symbol {
 	const char *name;
 	uint64_t value;
 	uint64_t size;
@@ -31,10 +31,10 @@ struct fgk_vmlinux {
 	size_t image_size;
 	GElf_Ehdr ehdr;
 	size_t shnum;
-	struct vm_section *secs;
+	struct fgk__section *secs;
 	/* symbol table (index 0 = null symbol skipped); NULL if stripped */
 	size_t nsyms;
-	struct vm_symbol *syms;
+	struct fgk__symbol *syms;
 	uint32_t *by_name;	/* sorted indices (lazy) */
 	uint32_t *by_addr;	/* lookup candidates sorted by address (lazy) */
 	size_t nby_addr;
@@ -43,17 +43,17 @@ struct fgk_vmlinux {
 };
 
 /* Pointer to len bytes of section shndx at link address addr, or NULL. */
-const void *vm_section_bytes(struct fgk_vmlinux *vm, size_t shndx,
+const void *fgk__section_bytes(struct fgk_vmlinux *vm, size_t shndx,
 			     uint64_t addr, uint64_t len);
 /* Bytes from addr to the end of the section (for unsized symbols). */
-const void *vm_section_tail(struct fgk_vmlinux *vm, size_t shndx,
+const void *fgk__section_tail(struct fgk_vmlinux *vm, size_t shndx,
 			    uint64_t addr, uint64_t *avail);
 /* Defined symbol by exact name, preferring global; NULL if none. */
-const struct vm_symbol *vm_find_symbol(struct fgk_vmlinux *vm,
+const struct fgk__symbol *fgk__find_symbol(struct fgk_vmlinux *vm,
 				       const char *name);
-struct fgk_error *vm_require_symtab(struct fgk_vmlinux *vm, const char *why);
+struct fgk_error *fgk__require_symtab(struct fgk_vmlinux *vm, const char *why);
 /* kallsyms' size of s: ELF size, else up to the next symbol (lib/addr.c). */
-uint64_t vm_symbol_extent(struct fgk_vmlinux *vm, const struct vm_symbol *s,
+uint64_t fgk__symbol_extent(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
 			  bool sized_too);
 /* The one section vmlinux.fgk has in place of the randomized ones. */
 #define FGK_FOLDED_TEXT ".text.fgkaslr"
