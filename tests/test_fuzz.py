@@ -18,7 +18,8 @@ TOOLS = REPO / "layout-tools"
 FUZZBIN = REPO / "build" / "fuzz" / "bin"
 # every untrusted-input parser of libfgk has a harness (docs/fuzzing.md)
 HARNESSES = {"fuzz_elf", "fuzz_relink", "fuzz_kallsyms", "fuzz_seed",
-             "fuzz_vmcoreinfo", "fuzz_vmcore", "fuzz_oops", "fuzz_kallsyms_capture", "fuzz_lineprog"}
+             "fuzz_vmcoreinfo", "fuzz_vmcore", "fuzz_oops", "fuzz_kallsyms_capture", "fuzz_lineprog",
+             "fuzz_notes"}
 SMOKE_SECONDS = 21
 
 
