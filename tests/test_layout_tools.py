@@ -509,3 +509,45 @@ def test_layout_from_kallsyms_many_unnamed_twins(fixtures, seed, tmp_path):
     # section holds any of them or none): consistent with the capture
     m = subprocess.run([FGK, "map", vm, "--kallsyms", cap], capture_output=True, text=True)
     assert m.returncode == 0 and m.stdout == cap.read_text()
+
+
+def test_padded_fixture_pfx_symbols_move_with_their_function(fixtures, tmp_path):
+    """padded.elf has Linux 6.2+ function padding (CALL_PADDING): 16 bytes
+    before each function inside its own .text.* section, named __pfx_FN
+    (objtool's form), and the kallsyms tables of 6.12's scripts/kallsyms.c
+    when the build found it.  For several seeds: every __pfx_FN sits 16
+    bytes before FN in fgk's kallsyms map as in nm's link addresses (the
+    padding moves with its function), the map is ref_compare's (layout_ref
+    + nm), and a layout rebuilt from that map is the seed's."""
+    vm = fixtures / "padded.elf"
+    if not vm.is_file():
+        pytest.skip("padded.elf not built (no scripts/kallsyms.c: see build.sh)")
+    nm, seen = {}, set()
+    for line in subprocess.run(["nm", "-n", str(vm)], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        a, t, n = line.split()
+        if n in seen:          # two static functions of one name: not compared
+            nm.pop(n, None)
+        else:
+            nm[n] = int(a, 16)
+        seen.add(n)
+    pfx = [n[6:] for n in nm if n.startswith("__pfx_") and n[6:] in nm]
+    assert len(pfx) >= 10 and all(nm[f] - nm["__pfx_" + f] == 16 for f in pfx), pfx
+    print(f"padded.elf: {len(pfx)} __pfx_ symbols; kallsyms_seqs_of_names "
+          f"{'present' if 'kallsyms_seqs_of_names' in nm else 'absent'}, "
+          f"kallsyms_addresses {'present' if 'kallsyms_addresses' in nm else 'absent'}")
+    for seed in (S0102, "5a" * 32, "c3" * 32):
+        cap, a, b = kallsyms_round_trip(vm, seed, tmp_path)
+        assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+        got = {l.split()[2]: int(l.split()[0], 16) for l in cap.read_text().splitlines()}
+        moved = 0
+        for f in pfx:
+            assert got[f] - got["__pfx_" + f] == 16, (seed, f)
+            moved += got[f] - 0x1c000000 != nm[f]
+        assert moved >= len(pfx) // 2, f"seed {seed}: only {moved} padded functions moved"
+        diff = [(x, y) for x, y in zip(a.stdout.splitlines(), b.stdout.splitlines()) if x != y]
+        assert all(x.split("\t")[1] in a.stderr for x, _ in diff), diff
+    r = subprocess.run([sys.executable, str(TOOLS / "tests" / "ref_compare.py"), str(vm)],
+                       capture_output=True, text=True, env=dict(os.environ, FGK=str(FGK)))
+    print(r.stdout, r.stderr)
+    assert r.returncode == 0

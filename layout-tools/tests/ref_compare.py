@@ -226,7 +226,7 @@ def has_kallsyms(path):
 def main(argv):
     fixdir = os.environ.get("FGK_FIXTURES")
     paths = argv[1:] or [os.path.join(fixdir, f) for f in
-                         ("fixture.elf", "fixture-rel.elf", "nokallsyms.elf",
+                         ("fixture.elf", "fixture-rel.elf", "padded.elf", "nokallsyms.elf",
                           "nofit.elf", "xindex.elf")
                          if os.path.exists(os.path.join(fixdir, f))]
     seeds = [bytes(range(32)), bytes(32), bytes.fromhex("ff" * 32)]
