@@ -551,3 +551,30 @@ def test_padded_fixture_pfx_symbols_move_with_their_function(fixtures, tmp_path)
                        capture_output=True, text=True, env=dict(os.environ, FGK=str(FGK)))
     print(r.stdout, r.stderr)
     assert r.returncode == 0
+
+
+def test_system_map_filter_is_the_kernels(fixtures):
+    """`fgk map --format system-map` keeps the symbols the kernel's own
+    scripts/mksysmap kept in the build's System.map (6.1's grep list, 6.12's
+    sed script), with the same types: the same multiset of (type, name).
+    The symbols outside the randomized region [first .text.* section,
+    _etext) keep System.map's addresses."""
+    smap = KERNEL_DIR / "System.map"
+    if not smap.is_file() or not VMLINUX.is_file():
+        pytest.skip(f"{KERNEL_NAME}/System.map missing: run 'make kernel' first")
+    if not vmlinux_has_fgkaslr_sections(VMLINUX):
+        pytest.skip(f"{KERNEL_NAME}/vmlinux is not an FG-KASLR build: fgk map refuses it")
+    from collections import Counter
+    want = smap.read_text().splitlines()
+    got = fgk("map", VMLINUX, "--seed", S0102, "--format", "system-map",
+              check=True).stdout.splitlines()
+    names = lambda ls: Counter(l.split(" ", 1)[1] for l in ls)  # noqa: E731
+    w, g = names(want), names(got)
+    print(f"{KERNEL_NAME}: System.map {len(want)} lines, fgk {len(got)}; "
+          f"only in System.map {sum((w - g).values())}, only in fgk {sum((g - w).values())}")
+    assert w == g, (list((w - g).items())[:5], list((g - w).items())[:5])
+    lo = min(v[1] for n, v in oracle.readelf_sections(VMLINUX).items()
+             if n.startswith(".text.") and v[2])
+    hi = next(int(l.split()[0], 16) for l in want if l.endswith(" _etext"))
+    fixed = lambda ls: {l for l in ls if not lo <= int(l.split()[0], 16) < hi}  # noqa: E731
+    assert fixed(got) == fixed(want)
