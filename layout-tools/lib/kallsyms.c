@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Decode the kernel's own kallsyms tables (§9) from vmlinux, exactly as
- * kernel/kallsyms.c of Linux 6.1 reads them at run time:
+ * kernel/kallsyms.c of Linux 6.1 and 6.12 reads them at run time:
  * kallsyms_num_syms, kallsyms_offsets + kallsyms_relative_base
- * (CONFIG_KALLSYMS_BASE_RELATIVE) or kallsyms_addresses, kallsyms_names,
- * kallsyms_token_table, kallsyms_token_index.
+ * (CONFIG_KALLSYMS_BASE_RELATIVE before 6.11, always from 6.11) or
+ * kallsyms_addresses, kallsyms_names, kallsyms_token_table,
+ * kallsyms_token_index.  The name order (kallsyms_seqs_of_names, 6.2+ and
+ * Debian's 6.1) and the series' kallsyms_fgk_idx are not needed: both are
+ * functions of what is decoded here.
  */
 #include <stdlib.h>
 #include <string.h>

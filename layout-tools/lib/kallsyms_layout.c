@@ -983,7 +983,7 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 	num = fgk__find_symbol(vm, "kallsyms_num_syms");
 	if (!offs || !base || !num)
 		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
-				     "no kallsyms_offsets, kallsyms_relative_base or kallsyms_num_syms (CONFIG_KALLSYMS_BASE_RELATIVE)");
+				     "no kallsyms_offsets, kallsyms_relative_base or kallsyms_num_syms (base-relative kallsyms: CONFIG_KALLSYMS_BASE_RELATIVE before Linux 6.11)");
 	err = fgk__layout_new(vm, &l);
 	if (err)
 		return err;
