@@ -26,6 +26,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "python"))
+import libfgk  # noqa: E402  (libfgk reads the ELF files)
 FGK = REPO / "build" / "bin" / "fgk"
 VMLINUX = REPO / "build" / "kernel" / "vmlinux"
 FIXDIR = REPO / "layout-tools" / "tests" / "fixtures"
@@ -156,8 +158,8 @@ def main():
     try:
         t = time.perf_counter()
         elf, has_ks = gen_synthetic(work, args.functions)
-        nsec = subprocess.run(["readelf", "-SW", str(elf)], capture_output=True,
-                              text=True).stdout.count(" .text.")
+        with libfgk.Vmlinux(elf) as vm:
+            nsec = sum(1 for s in vm.sections() if s.name.startswith(".text."))
         print(f"bench: synthetic ELF: {args.functions} functions, {nsec} .text.* sections, "
               f"{elf.stat().st_size / 1e6:.1f} MB, generated in {time.perf_counter() - t:.1f}s")
         rows += bench_one(f"synthetic {args.functions} functions", elf, args.repeat,

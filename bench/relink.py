@@ -21,6 +21,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 FGK = REPO / "build" / "bin" / "fgk"
+sys.path.insert(0, str(REPO / "python"))
+import libfgk  # noqa: E402  (libfgk reads the ELF files)
 KERNELS = [REPO / "build" / k / "vmlinux" for k in ("kernel", "kernel-debian", "kernel-6.12")]
 TARGET_TIME, TARGET_RSS = 3.0, 1.0
 SEED = "b3" * 32
@@ -80,8 +82,13 @@ def main():
         if not vmlinux.is_file():
             print(f"bench/relink: {os.path.relpath(vmlinux, REPO)} missing; skipped")
             continue
-        r = subprocess.run(["readelf", "-SW", str(vmlinux)], capture_output=True, text=True)
-        if r.returncode or " .text." not in r.stdout:
+        try:
+            with libfgk.Vmlinux(vmlinux) as vm:
+                plain = vm.kind != "fgkaslr"
+        except libfgk.FgkError as e:
+            print(f"bench/relink: {e}; skipped")
+            continue
+        if plain:
             print(f"bench/relink: {vmlinux} is not an FG-KASLR build; skipped")
             continue
         ok &= bench(vmlinux)

@@ -12,6 +12,7 @@ import pytest
 from pathlib import Path
 
 from conftest import KERNEL_NAME, REPO, boot, fgkbase, fgkrun
+from oracle import pyelf_core_notes, pyelf_machine, pyelf_sections, readelf_build_id
 
 RUN = REPO / "qemu-profiles" / "run"
 
@@ -30,11 +31,11 @@ def test_artifacts_exist(kernel):
 
 @pytest.mark.k612
 def test_vmlinux_is_x86_64_elf_with_dwarf(vmlinux):
-    assert fgkrun.elf_machine(vmlinux) == EM_X86_64
-    secs = fgkrun.elf_sections(vmlinux)
+    assert pyelf_machine(vmlinux) == EM_X86_64
+    secs = pyelf_sections(vmlinux)
     assert ".debug_info" in secs and secs[".debug_info"][2] > 0
     assert ".text" in secs
-    assert fgkrun.elf_build_id(vmlinux), "vmlinux has no GNU build-id"
+    assert fgkrun.elf_build_id(vmlinux) == readelf_build_id(vmlinux), "vmlinux build-id"
 
 
 @pytest.mark.k612
@@ -321,14 +322,30 @@ def test_profiles_load():
     assert dump.qmp and "vmcoreinfo" in dump.qemu_args
 
 
+def test_make_demo_reproduces_the_boot(kernel):
+    """scripts/demo (`make demo`): libfgk rebuilds the booted layout from the
+    guest's /proc/kallsyms, and fgk map on the captured seed predicts that
+    /proc/kallsyms line for line."""
+    r = subprocess.run([sys.executable, str(REPO / "scripts" / "demo")], capture_output=True,
+                       text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert "fgk reproduced the booted layout exactly" in r.stdout, r.stdout[-3000:]
+    m = re.search(r"^base KASLR offset: (0x[0-9a-f]+)", r.stdout, re.M)
+    rec = fgkrun.read_seed_record(REPO / "build" / "demo" / "last.seed")
+    assert m and rec.offset == int(m.group(1), 16) and rec.offset % 0x200000 == 0
+    assert f"FG-KASLR seed:    {rec.seed}" in r.stdout
+
+
 def test_seed_record_roundtrip():
     seed = "0123456789abcdef" * 4
     text = fgkrun.format_seed_record(seed, build_id="DEADBEEF", release="6.1.192",
                                      offset=0x1a000000, note="a # in a note")
     assert text.splitlines()[0] == f"seed: {seed}"
     rec = fgkrun.parse_seed_record("# comment\n\n" + text)
-    assert rec == {"seed": seed, "build-id": "deadbeef", "release": "6.1.192",
-                   "offset": "0x1a000000", "note": "a # in a note"}
+    assert rec.as_dict() == {"seed": seed, "build-id": "deadbeef", "release": "6.1.192",
+                             "offset": 0x1a000000, "note": "a # in a note"}
+    assert fgkrun.format_seed_record(seed, offset="0x1a000000") == \
+        fgkrun.format_seed_record(seed, offset=0x1a000000)
 
 
 @pytest.mark.parametrize("text,err", [
@@ -399,7 +416,7 @@ def test_dump_profile_carries_vmcoreinfo(kernel, tmp_path):
     finally:
         os.umask(old)
     assert mode(core) & 0o077 == 0, f"dump {mode(core):04o}"
-    notes = {name: desc for name, _, desc in fgkrun.elf_core_notes(core)}
+    notes = {name: desc for name, _, desc in pyelf_core_notes(core)}
     assert "VMCOREINFO" in notes, f"notes in the dump: {sorted(notes)}"
     info = notes["VMCOREINFO"].decode("ascii", "replace")
     assert "OSRELEASE=" + (kernel / "release").read_text().strip() in info

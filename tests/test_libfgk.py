@@ -552,3 +552,63 @@ def test_parse_build_id():
     for bad in ("abc", "abcdef01234567", "x" * 16, "ab" * 65, "0123456789abcdef\0"):
         with pytest.raises(libfgk.InvalidError):
             libfgk.parse_build_id(bad)
+
+
+def test_layout_from_kallsyms_binding(elf_fixtures):
+    """Layout.from_kallsyms (fgk_layout_from_kallsyms): a capture of the
+    fixture at a base offset (what `fgk map --offset` prints, the format of
+    root's /proc/kallsyms) gives back that offset and the seed's layout,
+    section for section; a line that is not kallsyms is a KallsymsError
+    naming the file."""
+    fx = elf_fixtures / "fixture.elf"
+    seed, offset = "5a" * 32, 0x2a00000
+    capture = run(FGK, "map", fx, "--seed", seed, "--offset", hex(offset))
+    with libfgk.Vmlinux(fx) as vm:
+        by_seed = vm.layout(seed)
+        rebuilt = vm.layout_from_kallsyms(capture, "capture.txt")
+        assert rebuilt.seed is None and by_seed.origin is None
+        assert rebuilt.origin.offset == offset
+        assert rebuilt.origin.by_symbol + rebuilt.origin.by_elimination == len(by_seed.sections)
+        guessed = set(rebuilt.origin.guessed)
+        assert [(s.name, s.new_addr) for s in rebuilt.sections if s.name not in guessed] == \
+            [(s.name, s.new_addr) for s in by_seed.sections if s.name not in guessed]
+        with pytest.raises(libfgk.KallsymsError, match=r"^capture\.txt: line 1: "):
+            vm.layout_from_kallsyms("garbage\n", "capture.txt")
+
+
+def production_python():
+    """The project's Python outside python/ that ships or runs for users:
+    fgk-gdb, the QEMU runner, the benches and the Python scripts."""
+    files = [*(REPO / "fgk-gdb").rglob("*.py"), *(REPO / "qemu-profiles").glob("*.py"),
+             REPO / "qemu-profiles" / "run", *(REPO / "bench").glob("*.py")]
+    files += [p for p in (REPO / "scripts").iterdir()
+              if p.is_file() and p.read_text(errors="replace").startswith("#!/usr/bin/python3")
+              or p.is_file() and p.read_text(errors="replace").startswith("#!/usr/bin/env python3")]
+    return [p for p in files if "tests" not in p.relative_to(REPO).parts]
+
+
+# struct in production Python, each for something that is not an ELF file, a
+# note or a kernel structure libfgk reads: file -> why
+STRUCT_ALLOWED = {
+    "fgk-gdb/fgkgdb/core.py": "x86 IDT gate descriptors read over the gdbstub (CPU format)",
+    "bench/fgkbench.py": "the bzImage setup header's init_size (boot protocol 2.10)",
+}
+
+
+def test_no_elf_reader_outside_libfgk():
+    """libfgk is the only reader of ELF files, notes and kernel structures
+    (issue 26): no pyelftools, no readelf output parsed, no struct
+    unpacking outside the listed exceptions in production Python."""
+    files = production_python()
+    assert len(files) > 20 and REPO / "scripts" / "demo" in files
+    bad = []
+    for p in files:
+        text = p.read_text()
+        rel = str(p.relative_to(REPO))
+        if re.search(r"^\s*(from|import)\s+elftools", text, re.M):
+            bad.append(f"{rel}: imports pyelftools")
+        if re.search(r"""["']readelf["']""", text):
+            bad.append(f"{rel}: runs readelf")
+        if re.search(r"^\s*import struct\b|struct\.unpack", text, re.M) and rel not in STRUCT_ALLOWED:
+            bad.append(f"{rel}: unpacks bytes with struct")
+    assert not bad, "\n".join(bad)

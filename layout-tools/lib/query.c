@@ -31,6 +31,11 @@ size_t fgk_vmlinux_shnum(const struct fgk_vmlinux *vm)
 	return vm->shnum;
 }
 
+unsigned int fgk_vmlinux_machine(const struct fgk_vmlinux *vm)
+{
+	return vm->ehdr.e_machine;
+}
+
 struct fgk_error *fgk_vmlinux_section_at(struct fgk_vmlinux *vm, size_t index,
 					 struct fgk_section_info *ret)
 {

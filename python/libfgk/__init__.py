@@ -273,12 +273,18 @@ class _BootInfo(Structure):
 # Every ctypes mirror of a struct in <fgk/fgk.h>: tests/test_libfgk.py
 # compiles the header and checks each field's offset and size, the struct's
 # size, and that the header's struct has no field the mirror lacks.
+class _KallsymsOrigin(Structure):
+    _fields_ = [("offset", c_uint64), ("by_symbol", c_size_t), ("by_elimination", c_size_t),
+                ("guessed", c_size_t), ("guessed_names", c_void_p)]
+
+
 _MIRRORS = {
     "fgk_error": _Error, "fgk_seed": _Seed, "fgk_seed_record": _SeedRecord,
     "fgk_section": _Section, "fgk_symbol": _Symbol, "fgk_section_info": _SectionInfo,
     "fgk_addr": _Addr, "fgk_relink_stats": _RelinkStats,
     "fgk_relink_result": _RelinkResult, "fgk_vmcoreinfo": _Vmcoreinfo,
     "fgk_fetch": _Fetch, "fgk_build_id_note": _BuildIdNote, "fgk_boot_info": _BootInfo,
+    "fgk_kallsyms_origin": _KallsymsOrigin,
 }
 
 _ERR = POINTER(_Error)
@@ -307,6 +313,7 @@ _PROTOTYPES = {
     "fgk_vmlinux_contains": (c_bool, [_VM, c_uint64]),
     "fgk_vmlinux_section": (_ERR, [_VM, c_char_p, POINTER(_SectionInfo)]),
     "fgk_vmlinux_shnum": (c_size_t, [_VM]),
+    "fgk_vmlinux_machine": (c_uint, [_VM]),
     "fgk_vmlinux_section_at": (_ERR, [_VM, c_size_t, POINTER(_SectionInfo)]),
     "fgk_vmlinux_read": (_ERR, [_VM, c_uint64, c_void_p, c_size_t]),
     "fgk_vmlinux_kind": (_ERR, [_VM, POINTER(c_int)]),
@@ -316,6 +323,9 @@ _PROTOTYPES = {
     "fgk_layout_free": (None, [_LAYOUT]),
     "fgk_layout_map": (c_uint64, [_LAYOUT, c_uint64]),
     "fgk_layout_unmap": (c_bool, [_LAYOUT, c_uint64, POINTER(c_uint64)]),
+    "fgk_layout_from_kallsyms": (_ERR, [_VM, c_char_p, c_size_t, c_char_p, POINTER(_LAYOUT),
+                                        POINTER(_KallsymsOrigin)]),
+    "fgk_kallsyms_origin_clear": (None, [POINTER(_KallsymsOrigin)]),
     "fgk_layout_section_at": (POINTER(_Section), [_LAYOUT, c_uint64]),
     "fgk_layout_seed": (POINTER(_Seed), [_LAYOUT]),
     "fgk_layout_start": (c_uint64, [_LAYOUT]),
@@ -625,6 +635,11 @@ class Vmlinux:
             raise
         return True
 
+    @property
+    def machine(self) -> int:
+        """The ELF header's e_machine (62: EM_X86_64)."""
+        return _L().fgk_vmlinux_machine(self._handle())
+
     def section(self, name: str) -> SectionInfo | None:
         info = _SectionInfo()
         if not self._lookup(_L().fgk_vmlinux_section, name, info):
@@ -681,6 +696,11 @@ class Vmlinux:
         """The FG-KASLR layout of this vmlinux for `seed` (sections 3-7)."""
         return Layout(self, seed)
 
+    def layout_from_kallsyms(self, text, path: str | None = None) -> "Layout":
+        """The layout root's /proc/kallsyms capture `text` shows (no seed);
+        its `origin` has the base offset (fgk_layout_from_kallsyms)."""
+        return Layout.from_kallsyms(self, text, path)
+
     def relink_cache_path(self, seed) -> str | None:
         out = c_void_p()
         _check(_L().fgk_relink_cache_path(self._handle(), byref(_seed_struct(seed)),
@@ -688,8 +708,25 @@ class Vmlinux:
         return _take_string(out)
 
 
+@dataclass(frozen=True)
+class KallsymsOrigin:
+    """How a layout was rebuilt from a kallsyms capture (struct
+    fgk_kallsyms_origin): the base KASLR offset the capture shows, the
+    sections placed from their symbols and by elimination, and the names of
+    the interchangeable ones kallsyms cannot order."""
+    offset: int
+    by_symbol: int
+    by_elimination: int
+    guessed: list
+
+
 class Layout:
-    """fgk_layout_compute(vm, seed): where every randomized section goes."""
+    """fgk_layout_compute(vm, seed): where every randomized section goes.
+    Layout.from_kallsyms(vm, text): the same without the seed, from root's
+    /proc/kallsyms of the booted kernel (fgk_layout_from_kallsyms); its
+    seed is None and its `origin` a KallsymsOrigin."""
+
+    origin = None
 
     def __init__(self, vm: Vmlinux, seed):
         self.vm = vm
@@ -697,6 +734,26 @@ class Layout:
         p = _LAYOUT()
         _check(_L().fgk_layout_compute(vm._handle(), byref(_seed_struct(self.seed)),
                                        byref(p)))
+        self._adopt(p)
+
+    @classmethod
+    def from_kallsyms(cls, vm: Vmlinux, text, path: str | None = None) -> "Layout":
+        data = text.encode() if isinstance(text, str) else bytes(text)
+        p, o = _LAYOUT(), _KallsymsOrigin()
+        try:
+            _check(_L().fgk_layout_from_kallsyms(vm._handle(), data, len(data),
+                                                 _b(path) if path else None, byref(p), byref(o)))
+            names = _s(ctypes.cast(o.guessed_names, c_char_p).value) if o.guessed_names else None
+            origin = KallsymsOrigin(o.offset, o.by_symbol, o.by_elimination,
+                                    names.split(", ") if names else [])
+        finally:
+            _L().fgk_kallsyms_origin_clear(byref(o))
+        self = cls.__new__(cls)
+        self.vm, self.seed, self.origin = vm, None, origin
+        self._adopt(p)
+        return self
+
+    def _adopt(self, p):
         self._p = p
         lib = _L()
         self.start, self.limit, self.end = \

@@ -638,6 +638,8 @@ struct fgk_error *fgk_vmlinux_section(struct fgk_vmlinux *vm, const char *name,
 				      struct fgk_section_info *ret);
 /* The number of section headers (extended numbering resolved), index 0 too. */
 size_t fgk_vmlinux_shnum(const struct fgk_vmlinux *vm);
+/* The ELF header's e_machine (EM_X86_64 = 62 for a vmlinux or .ko fgk reads). */
+unsigned int fgk_vmlinux_machine(const struct fgk_vmlinux *vm);
 /* Section header index; FGK_ERR_LOOKUP when index >= fgk_vmlinux_shnum(). */
 struct fgk_error *fgk_vmlinux_section_at(struct fgk_vmlinux *vm, size_t index,
 					 struct fgk_section_info *ret);
