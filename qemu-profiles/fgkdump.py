@@ -160,7 +160,7 @@ def wait_and_dump(guest, dump_dir, formats=("elf", "kdump-zlib"), note=None) -> 
             return out
         write_private(dump_dir / "seed", text)
         files["seed"] = dump_dir / "seed"
-        out.record = fgkrun.parse_seed_record(text)
+        out.record = rec
     return out
 
 

@@ -115,17 +115,16 @@ class Guest:
         self.kernel = Path(kernel) if kernel else DEFAULT_KERNEL
         if not self.kernel.is_file():
             raise UsageError(f"kernel {self.kernel} not found (run 'make kernel')")
-        self.seed_record = None
-        if seed_file is not None:
-            self.seed_record = read_seed_record(seed_file)
-            if seed is None:
-                seed = self.seed_record["seed"]
+        # a libfgk.SeedRecord: its seed is canonical already (libfgk parsed it)
+        self.seed_record = read_seed_record(seed_file) if seed_file is not None else None
         if seed is not None:
             try:                            # libfgk's parser (layout-spec section 2)
                 seed = libfgk.parse_seed(str(seed))
             except libfgk.FgkError as e:
                 raise UsageError(f"bad seed {seed!r}: {e} (use --append fgkaslr_seed=... "
                                  "to pass anything else)") from None
+        elif self.seed_record is not None:
+            seed = self.seed_record.seed
         if self.profile.require_seed and seed is None:
             raise UsageError(f"profile {self.profile.name} needs --seed or --seed-file")
         self.seed = seed

@@ -16,8 +16,7 @@ modules that implement the runner, one concern each, all in qemu-profiles/:
                 write_private, private_dir, make_private
   fgkseed       seed records: parse_seed_record, read_seed_record,
                 format_seed_record (libfgk)
-  fgkelf        elf_build_id (libfgk), elf_sections, elf_machine,
-                elf_core_notes (pyelftools)
+  fgkelf        elf_build_id (libfgk)
   fgkprofiles   Profile, load_profile, list_profiles, profile_path
   fgkinitramfs  the guest's /init and scripts, the cpio writer,
                 base_initramfs, overlay_archive
@@ -40,7 +39,7 @@ from fgkbase import (BUILD, DEFAULT_KERNEL, HERE, INITRAMFS_DIR, REPO,  # noqa: 
                      UsageError, make_private, open_private, private_dir, write_private)
 import libfgk  # noqa: E402,F401  (on sys.path through fgkbase)
 from fgkseed import format_seed_record, parse_seed_record, read_seed_record  # noqa: F401
-from fgkelf import elf_build_id, elf_core_notes, elf_machine, elf_sections  # noqa: F401
+from fgkelf import elf_build_id  # noqa: F401
 from fgkprofiles import Profile, list_profiles, load_profile, profile_path  # noqa: F401
 from fgkinitramfs import (BASE_FORMAT, DEFAULT_SCRIPT, ETC_FILES, HOLD_SCRIPT,  # noqa: F401
                           INIT_SCRIPT, Cpio, base_initramfs, find_busybox,

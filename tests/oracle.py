@@ -13,8 +13,12 @@ instead of defining its own:
                        and its exit status differs.
   readelf_sections(path)   {name: (index, addr, size)} from readelf -SW.
   readelf_build_id(path)   the GNU build-id from readelf -n.
+  pyelf_sections(path)     {name: (type, offset, size)} from pyelftools.
+  pyelf_machine(path)      e_machine from pyelftools.
+  pyelf_core_notes(path)   [(name, type, desc)] of an ELF core's PT_NOTE
+                           segments, from pyelftools.
 
-The oracles are binutils, never libfgk: they check it.
+The oracles are binutils and pyelftools, never libfgk: they check it.
 """
 
 import os
@@ -61,3 +65,40 @@ def readelf_sections(path):
 def readelf_build_id(path):
     """The GNU build-id readelf -n shows for path."""
     return re.search(r"Build ID: ([0-9a-f]+)", output("readelf", "-n", path)).group(1)
+
+
+def pyelf_sections(path) -> dict:
+    """{name: (type, offset, size)} of an ELF file's section headers."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.enums import ENUM_SH_TYPE_BASE
+    with open(path, "rb") as f:
+        out = {}
+        for sec in ELFFile(f).iter_sections():
+            t = sec["sh_type"]
+            out[sec.name] = (ENUM_SH_TYPE_BASE.get(t, t) if isinstance(t, str) else t,
+                             sec["sh_offset"], sec["sh_size"])
+        return out
+
+
+def pyelf_machine(path) -> int:
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.enums import ENUM_E_MACHINE
+    with open(path, "rb") as f:
+        m = ELFFile(f)["e_machine"]
+    return ENUM_E_MACHINE.get(m, m) if isinstance(m, str) else m
+
+
+def pyelf_core_notes(path) -> list:
+    """[(name, type, desc bytes)] from the PT_NOTE segments of an ELF core
+    (e.g. a QEMU dump-guest-memory file)."""
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.enums import ENUM_CORE_NOTE_N_TYPE, ENUM_NOTE_N_TYPE
+    notes = []
+    with open(path, "rb") as f:
+        for seg in ELFFile(f).iter_segments("PT_NOTE"):
+            for n in seg.iter_notes():
+                t = n["n_type"]
+                if isinstance(t, str):
+                    t = ENUM_CORE_NOTE_N_TYPE.get(t, ENUM_NOTE_N_TYPE.get(t, t))
+                notes.append((n["n_name"], t, bytes(n["n_descdata"])))
+    return notes

@@ -273,8 +273,8 @@ def test_dump_dir(crashed):
         print(f"{moved} functions not at their link address + offset")
         assert moved > 1000
         rec = fgkrun.read_seed_record(d / "seed")
-        assert rec["seed"] == crashed["seed"] and rec["build-id"] == build_id
-        assert rec["offset"] == f"{crashed['offset']:#x}"
+        assert rec.seed == crashed["seed"] and rec.build_id == build_id
+        assert rec.offset == crashed["offset"]
     else:
         assert not (d / "seed").exists()
 
@@ -626,14 +626,14 @@ def test_symbolize_by_debuginfod(crashed, kernel_debuginfod, tmp_path):
 def test_seed_capture(crashed, tmp_path):
     require_fg()
     d = crashed["dir"]
-    want = fgkrun.read_seed_record(d / "seed")
+    want = fgkrun.read_seed_record(d / "seed").as_dict()
     want.pop("note", None)
     for args in (["--vmcore", d / "vmcore"], ["--vmcore", d / "vmcore.kdump"],
                  ["--text", d / "output", "--vmlinux", VMLINUX,
                   "--offset", hex(crashed["offset"])]):
         r = run(FGK, "seed", "capture", *args)
         assert r.returncode == 0, r.stderr
-        got = fgkrun.parse_seed_record(r.stdout)
+        got = fgkrun.parse_seed_record(r.stdout).as_dict()
         assert got == want, (args, got, want)
     # the panic log: the seed only if the log shows it (the boot's
     # "Command line:" with fgkaslr_seed=), else said clearly
@@ -641,7 +641,7 @@ def test_seed_capture(crashed, tmp_path):
     r = run(FGK, "seed", "capture", "--oops", tmp_path / "oops", "--vmlinux", VMLINUX)
     if f"fgkaslr_seed={crashed['seed']}" in crashed["log"]:
         assert r.returncode == 0, r.stderr
-        assert fgkrun.parse_seed_record(r.stdout) == want
+        assert fgkrun.parse_seed_record(r.stdout).as_dict() == want
     else:
         assert r.returncode == 1 and "cannot be derived" in r.stderr, r.stderr
     no_seed = re.sub(r"fgkaslr_seed=\S+", "fgkaslr_seed=<masked>", crashed["log"])
@@ -664,10 +664,10 @@ def test_seed_capture_text(tmp_path):
     r = run(FGK, "seed", "capture", "--text", tmp_path / "log", "--vmlinux", VMLINUX,
             "--note", "from a test", "-o", tmp_path / "rec")
     assert r.returncode == 0, r.stderr
-    rec = fgkrun.read_seed_record(tmp_path / "rec")
+    rec = fgkrun.read_seed_record(tmp_path / "rec").as_dict()
     assert rec == {"seed": SEED_A, "build-id": fgkrun.elf_build_id(VMLINUX),
                    "release": (KERNEL_DIR / "release").read_text().strip(),
-                   "offset": "0x1c000000", "note": "from a test"}
+                   "offset": 0x1c000000, "note": "from a test"}
     r = run(FGK, "seed", "capture", "--text", "-", input=f"FGKASLR_SEED={SEED_A}\n")
     assert r.returncode == 0 and r.stdout == f"seed: {SEED_A}\n", r.stderr
     bad = {
@@ -822,9 +822,9 @@ def test_vmcoreinfo_synthetic(tmp_path):
     # capture: a record from the seed; disabled/absent: no seed to record
     r = run(FGK, "seed", "capture", "--vmcore", tmp_path / "seed", "--note", "n")
     assert r.returncode == 0, r.stderr
-    assert fgkrun.parse_seed_record(r.stdout) == {
+    assert fgkrun.parse_seed_record(r.stdout).as_dict() == {
         "seed": seed, "build-id": "0123456789abcdef0123456789abcdef01234567",
-        "release": "6.1.192", "offset": "0x2a000000", "note": "n"}
+        "release": "6.1.192", "offset": 0x2a000000, "note": "n"}
     for name, msg in (("disabled", "disabled in that boot"), ("absent", "no FGKASLR_SEED")):
         r = run(FGK, "seed", "capture", "--vmcore", tmp_path / name)
         assert r.returncode == 1 and msg in r.stderr, r.stderr
