@@ -360,6 +360,7 @@ def vmlinux_has_fgkaslr_sections(path):
     return bool(re.search(r"\] \.text\.\S+\s+PROGBITS .* AX ", out))
 
 
+@pytest.mark.k612
 def test_real_vmlinux(fixtures):
     if not VMLINUX.is_file():
         pytest.skip(f"{KERNEL_NAME}/vmlinux missing: run 'make kernel' first")
@@ -553,6 +554,7 @@ def test_padded_fixture_pfx_symbols_move_with_their_function(fixtures, tmp_path)
     assert r.returncode == 0
 
 
+@pytest.mark.k612
 def test_system_map_filter_is_the_kernels(fixtures):
     """`fgk map --format system-map` keeps the symbols the kernel's own
     scripts/mksysmap kept in the build's System.map (6.1's grep list, 6.12's
