@@ -12,43 +12,6 @@
 #include "error.h"
 #include "vmlinux.h"
 
-/*
- * The extent of a symbol as kallsyms gives it: its ELF size, or for an
- * assembler label without one (entry_SYSCALL_64_after_hwframe) the distance
- * to the next symbol of its section, at most to the section's end.  With
- * sized_too, a sized symbol is cut at the next symbol inside it too (inner
- * labels), which is the least size a trace can print for it.
- */
-uint64_t fgk__symbol_extent(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
-			  bool sized_too)
-{
-	const GElf_Shdr *sh;
-	uint64_t end;
-
-	if (s->size && !sized_too)
-		return s->size;
-	if (s->shndx == 0 || s->shndx >= vm->shnum)
-		return s->size;
-	sh = &vm->secs[s->shndx].shdr;
-	if (!(sh->sh_flags & SHF_ALLOC) || s->value < sh->sh_addr ||
-	    s->value >= sh->sh_addr + sh->sh_size)
-		return s->size;
-	end = sh->sh_addr + sh->sh_size;
-	if (s->size && s->value + s->size < end)
-		end = s->value + s->size;
-	for (size_t i = 0; i < vm->nsyms; i++) {
-		const struct fgk__symbol *o = &vm->syms[i];
-
-		if (o->shndx != s->shndx || o->value <= s->value || o->value >= end ||
-		    !o->name[0] || o->name[0] == '$' || !strncmp(o->name, ".L", 2) ||
-		    (o->type != STT_FUNC && o->type != STT_OBJECT &&
-		     o->type != STT_NOTYPE))
-			continue;
-		end = o->value;
-	}
-	return end - s->value;
-}
-
 /* Hex with an optional 0x, at most 16 significant digits. */
 static bool hex_value(const char *s, uint64_t *v)
 {

@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "layout.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 /* Regions the kernel finds by range, and why they stay today. */

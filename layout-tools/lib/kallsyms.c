@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 #define KSYM_NAME_LEN 512

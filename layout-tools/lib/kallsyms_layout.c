@@ -21,6 +21,7 @@
 #include "error.h"
 #include "vmcore_mem.h"
 #include "layout.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 #define UNKNOWN UINT64_MAX

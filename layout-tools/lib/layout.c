@@ -5,6 +5,7 @@
 
 #include "error.h"
 #include "layout.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,

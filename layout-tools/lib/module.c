@@ -14,6 +14,7 @@
 #include "error.h"
 #include "dwarf.h"
 #include "module.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 struct fgk_module {

@@ -17,6 +17,7 @@
 
 #include "error.h"
 #include "layout.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 /* A module met in a frame or a sections capture. */

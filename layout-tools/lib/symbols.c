@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 static struct fgk_vmlinux *sort_vm;	/* qsort has no context argument */
@@ -80,6 +81,43 @@ const struct fgk__symbol *fgk__find_symbol(struct fgk_vmlinux *vm, const char *n
 	return best;
 }
 
+/*
+ * The extent of a symbol as kallsyms gives it: its ELF size, or for an
+ * assembler label without one (entry_SYSCALL_64_after_hwframe) the distance
+ * to the next symbol of its section, at most to the section's end.  With
+ * sized_too, a sized symbol is cut at the next symbol inside it too (inner
+ * labels), which is the least size a trace can print for it.
+ */
+uint64_t fgk__symbol_extent(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
+			  bool sized_too)
+{
+	const GElf_Shdr *sh;
+	uint64_t end;
+
+	if (s->size && !sized_too)
+		return s->size;
+	if (s->shndx == 0 || s->shndx >= vm->shnum)
+		return s->size;
+	sh = &vm->secs[s->shndx].shdr;
+	if (!(sh->sh_flags & SHF_ALLOC) || s->value < sh->sh_addr ||
+	    s->value >= sh->sh_addr + sh->sh_size)
+		return s->size;
+	end = sh->sh_addr + sh->sh_size;
+	if (s->size && s->value + s->size < end)
+		end = s->value + s->size;
+	for (size_t i = 0; i < vm->nsyms; i++) {
+		const struct fgk__symbol *o = &vm->syms[i];
+
+		if (o->shndx != s->shndx || o->value <= s->value || o->value >= end ||
+		    !o->name[0] || o->name[0] == '$' || !strncmp(o->name, ".L", 2) ||
+		    (o->type != STT_FUNC && o->type != STT_OBJECT &&
+		     o->type != STT_NOTYPE))
+			continue;
+		end = o->value;
+	}
+	return end - s->value;
+}
+
 static bool absolute_symbol(struct fgk_vmlinux *vm, const struct fgk__symbol *s)
 {
 	if (s->shndx == VM_SHN_ABS)
@@ -100,7 +138,7 @@ static void fill(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
 {
 	ret->name = s->name;
 	ret->addr = s->value;
-	ret->size = fgk__symbol_extent(vm, s, false);	/* lib/addr.c */
+	ret->size = fgk__symbol_extent(vm, s, false);
 	ret->type = s->nmtype;
 	ret->absolute = absolute_symbol(vm, s);
 }

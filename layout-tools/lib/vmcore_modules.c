@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "vmcore_mem.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 #define START_KERNEL_MAP 0xffffffff80000000ull

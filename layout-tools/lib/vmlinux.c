@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "file.h"
+#include "symbols.h"
 #include "vmlinux.h"
 
 static struct fgk_error *load_sections(struct fgk_vmlinux *vm)

@@ -48,13 +48,7 @@ const void *fgk__section_bytes(struct fgk_vmlinux *vm, size_t shndx,
 /* Bytes from addr to the end of the section (for unsized symbols). */
 const void *fgk__section_tail(struct fgk_vmlinux *vm, size_t shndx,
 			    uint64_t addr, uint64_t *avail);
-/* Defined symbol by exact name, preferring global; NULL if none. */
-const struct fgk__symbol *fgk__find_symbol(struct fgk_vmlinux *vm,
-				       const char *name);
 struct fgk_error *fgk__require_symtab(struct fgk_vmlinux *vm, const char *why);
-/* kallsyms' size of s: ELF size, else up to the next symbol (lib/addr.c). */
-uint64_t fgk__symbol_extent(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
-			  bool sized_too);
 /* The one section vmlinux.fgk has in place of the randomized ones. */
 #define FGK_FOLDED_TEXT ".text.fgkaslr"
 
