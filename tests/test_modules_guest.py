@@ -58,6 +58,7 @@ def check_booted_layout(ko, seed, booted, min_randomized):
     assert text == {s["name"] for s in layout}, (text, layout)
     return layout
 
+@pytest.mark.k612
 def test_booted_module_layout_and_raw_addresses(tmp_path):
     require_fgkaslr_vmlinux()
     ko = module_ko()
@@ -93,19 +94,29 @@ def test_booted_module_layout_and_raw_addresses(tmp_path):
             addr = ksyms[name] + off
             probes += f"value {addr:016x}\n"
             want.append((addr, name, off, size, addr2line_one(ko, section, value + off)))
-    assert len({w[1] for w in want}) >= 8, sorted(ksyms)
+    pfx = lambda n: n.startswith("__pfx_")  # noqa: E731
+    assert len({w[1] for w in want if not pfx(w[1])}) >= 8, sorted(ksyms)
     r = subprocess.run([str(FGK), "symbolize", str(VMLINUX), "--seed", seed,
                         "--modules", str(MODULES), "--module-sections", str(cap)],
                        input=probes, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     for addr, name, off, size, chain in want:
+        if pfx(name):
+            # CALL_PADDING (6.2+): the guest's kallsyms names the padding
+            # before a function __pfx_FN; addr2line has no line there, and
+            # fgk gives the kernel's name and no source
+            assert all(l == "?" for _, l in chain), (name, chain)
+            assert re.search(r"^    %016x = %s\+0x%x/0x%x \[fgk_test\]$" %
+                             (addr, re.escape(name), off, size), r.stdout, re.M), \
+                (hex(addr), name, r.stdout)
+            continue
         m = re.search(r"^    %016x = %s\+0x%x/0x%x \[fgk_test\] \((.*)\)$" %
                       (addr, re.escape(name), off, size), r.stdout, re.M)
         assert m, (hex(addr), name, r.stdout)
         assert same_chain(fgk_chain(m.group(1)), chain), (m.group(0), chain)
     print(f"seed {seed[:8]}..: {len(layout)} sections at the predicted offsets, "
           f"{len(want)} raw addresses of {len({w[1] for w in want})} functions decoded "
-          f"as addr2line -j says")
+          f"as addr2line -j says ({sum(pfx(w[1]) for w in want)} in __pfx_ padding)")
 
 
 OOT_SCRIPT = r"""
@@ -131,6 +142,7 @@ def build_out_of_tree(tmp_path):
     return d, d / "fgk_oot.ko"
 
 
+@pytest.mark.k612
 def test_out_of_tree_module(tmp_path):
     """A module built out of tree: its booted layout is `fgk layout`'s, its
     WARN's frames decode as addr2line -j says, and its raw addresses too."""
