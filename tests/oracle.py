@@ -5,7 +5,8 @@ against binutils, takes these from here (``from oracle import run, fgk``)
 instead of defining its own:
 
   run(*cmd, **kw)      subprocess.run of the words (str()'d), output captured
-                       as text; keyword arguments go to subprocess.run.
+                       as text, timeout 3600 s; keyword arguments go to
+                       subprocess.run.
   output(*cmd, **kw)   run(..., check=True).stdout.
   fgk(*args, input=None, env=None, timeout=600, cwd=None, status=None,
       text=True)       build/bin/fgk (or $FGK_BIN) with args; fails the test
@@ -33,6 +34,7 @@ FGK = Path(os.environ.get("FGK_BIN", REPO / "build" / "bin" / "fgk"))
 def run(*cmd, **kw):
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
+    kw.setdefault("timeout", 3600)      # a hung tool fails its test, not CI's clock
     return subprocess.run([str(c) for c in cmd], **kw)
 
 

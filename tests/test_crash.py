@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BIN_DIR, KERNEL_DIR, KERNEL_NAME, REPO, require_kernel
+from oracle import run
 from debuginfod_server import debuginfod_factory, kernel_debuginfod  # noqa: F401
 
 import fgkdump
@@ -60,11 +61,6 @@ cat /proc/kallsyms
 echo kallsyms-end
 echo c > /proc/sysrq-trigger
 """
-
-
-def run(*cmd, **kw):
-    kw.setdefault("timeout", 600)
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
 
 
 def is_fg_vmlinux():

@@ -30,6 +30,7 @@ import time
 import pytest
 
 from conftest import KERNEL_DIR, KERNEL_NAME, REPO, guest, kernel_missing_reason
+from oracle import fgk, output, readelf_build_id, readelf_sections
 
 sys.path.insert(0, str(REPO / "fgk-gdb" / "tests"))
 import test_core  # noqa: E402
@@ -59,9 +60,7 @@ def fg_missing_reason():
         return "gdb not installed (make deps)"
     if not FGK.is_file():
         return "build/bin/fgk missing: run 'make tools'"
-    out = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True,
-                         text=True).stdout
-    if not re.search(r"\] \.text\.\S+\s+PROGBITS .* AX ", out):
+    if not any(n.startswith(".text.") for n in readelf_sections(VMLINUX)):
         return (f"{KERNEL_NAME}/vmlinux has no .text.* sections (not an FG-KASLR build "
                 "yet): nothing shuffled to debug")
     return None
@@ -101,8 +100,7 @@ def attach_cmds(port, *attach_args):
 
 
 def nm_link(name):
-    out = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
-                         check=True).stdout
+    out = output("nm", VMLINUX)
     m = re.search(rf"^([0-9a-f]+) [a-zA-Z] {re.escape(name)}$", out, re.M)
     return int(m.group(1), 16)
 
@@ -139,8 +137,7 @@ def link_info_line(addr):
 
 
 def addr2line(addr):
-    out = subprocess.run(["addr2line", "-e", str(VMLINUX), f"{addr:#x}"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    out = output("addr2line", "-e", VMLINUX, f"{addr:#x}").strip()
     f, _, line = out.rpartition(":")
     return f, int(line.split()[0])
 
@@ -177,9 +174,7 @@ def test_relink_through_the_shared_cache(tmp_path):
     cache = tmp_path / "cache"
     env = dict(os.environ, FGK_CACHE_DIR=str(cache), TMPDIR=str(tmp_path / "t"))
     (tmp_path / "t").mkdir()
-    r = subprocess.run([str(FGK), "relink", str(VMLINUX), "--seed", seed],
-                       capture_output=True, text=True, env=env)
-    assert r.returncode == 0, r.stderr
+    r = fgk("relink", VMLINUX, "--seed", seed, env=env, status=0)
     entry = r.stdout.strip()
     mtime = os.stat(entry).st_mtime_ns
     py = ("python from fgkgdb import attach, state; "
@@ -377,9 +372,7 @@ def test_attach_seed_file_and_offset(running_guest, tmp_path):
     if not running_guest["fg"]:
         pytest.skip("non-FG kernel")
     port, seed = running_guest["port"], running_guest["seed"]
-    bid = subprocess.run(["readelf", "-n", str(VMLINUX)], capture_output=True, text=True,
-                         check=True).stdout
-    bid = re.search(r"Build ID: ([0-9a-f]+)", bid).group(1)
+    bid = readelf_build_id(VMLINUX)
     r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX), "detach")
     offset = int(re.search(r"kernel offset (0x[0-9a-f]+)", r.stdout).group(1), 16)
     good = tmp_path / "good.seed"
@@ -425,8 +418,7 @@ def test_kernel_scripts_work(running_guest):
                                            KERNEL_DIR / "build" / "vmlinux-gdb.py")):
         pytest.skip(f"no vmlinux-gdb.py next to {KERNEL_NAME}/vmlinux (CONFIG_GDB_SCRIPTS)")
     # the per-CPU current task: current_task, in struct pcpu_hot since 6.2
-    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
-                        check=True).stdout
+    nm = output("nm", VMLINUX)
     pcpu = "current_task" if re.search(r" current_task$", nm, re.M) else "pcpu_hot"
     r = gdb(*attach_cmds(running_guest["port"], "--vmlinux", VMLINUX),
             "lx-dmesg", "lx-ps", "lx-lsmod", "p $lx_current().comm", f"p &{pcpu}",
@@ -578,8 +570,7 @@ def test_attach_before_boot_hbreak():
     fg = require_fg(nofg_ok=True)
     seed = "%064x" % random.getrandbits(256)
     if fg:
-        lay = subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", seed],
-                             capture_output=True, text=True, check=True).stdout
+        lay = fgk("layout", VMLINUX, "--seed", seed, status=0).stdout
         if f"\t.text.{EARLY_FUNC}\t" not in lay:
             pytest.skip(f"{EARLY_FUNC} is not in a .text.* section of this vmlinux")
     script = f'grep " {EARLY_FUNC}$" /proc/kallsyms\n'
