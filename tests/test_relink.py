@@ -135,6 +135,9 @@ def addr2line(path, addrs):
     return blocks
 
 
+# not in the k612 tier: addr2line of every shuffled function takes 80 s a
+# seed on 6.12 (42,402 functions); objdump's branches and gdb's lines are
+# compared there
 def test_addr2line_matches_original(relinked):
     seed, out, secs = relinked
     new = mapper(secs)
@@ -192,6 +195,7 @@ def gdb_answers(path, addrs, tmp):
     return [re.sub(r"0x[0-9a-f]+", "ADDR", a) for a in norm]
 
 
+@pytest.mark.k612
 def test_gdb_answers_match_original(relinked, tmp_path):
     """A real gdb session on each file: every function of one shuffled
     section in 25 (first byte and middle), at its old address in vmlinux
@@ -210,9 +214,13 @@ def test_gdb_answers_match_original(relinked, tmp_path):
     old = [v + k for _, v, size in funcs for k in sorted({0, size // 2})]
     a = gdb_answers(VMLINUX, old, tmp_path)
     b = gdb_answers(out, [new(x) for x in old], tmp_path)
-    known = sum(1 for x in a[:len(old) * 2] if x.startswith("Line "))
-    print(f"{len(funcs)} functions, {len(old)} addresses, {known} with a line")
-    assert known > len(old) // 2, "gdb found few lines"
+    # CALL_PADDING (6.2+): __pfx_FN, the padding before FN, has no line
+    # (compared all the same); the functions' own addresses must have one
+    code = [not f[0].startswith("__pfx_") for f in funcs for k in sorted({0, f[2] // 2})]
+    known = sum(1 for i, c in enumerate(code) if c and a[2 * i + 1].startswith("Line "))
+    print(f"{len(funcs)} functions, {len(old)} addresses, {known} of the "
+          f"{sum(code)} outside __pfx_ padding with a line")
+    assert known > sum(code) // 2, "gdb found few lines"
     where = [hex(x) for x in old for _ in (0, 1)] + ["by name"] * 3
     bad = [(w, x, y) for w, x, y in zip(where, a, b) if x != y]
     assert not bad, f"{len(bad)} answers differ, first: {bad[:3]}"
@@ -242,6 +250,7 @@ def branch_targets(path, sections):
     return res
 
 
+@pytest.mark.k612
 def test_objdump_branch_targets_match(relinked):
     seed, out, secs = relinked
     names = [s[3] for s in secs]
@@ -270,6 +279,7 @@ def test_objdump_branch_targets_match(relinked):
     assert not bad, f"{len(bad)} functions differ, e.g. {bad[:3]}"
 
 
+@pytest.mark.k612
 def test_identity_preserved(relinked):
     seed, out, secs = relinked
     bid = lambda p: re.search(r"Build ID: (\w+)", run("readelf", "-n", p,
@@ -333,6 +343,7 @@ def test_sorted_tables_follow_their_contents(relinked):
         assert moved > 100
 
 
+@pytest.mark.k612
 def test_cache_reused(tmp_path):
     require_fgkaslr_vmlinux()
     env = {"FGK_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -345,6 +356,7 @@ def test_cache_reused(tmp_path):
     assert "cached" in b.stderr
 
 
+@pytest.mark.k612
 def test_without_relocations_refused(tmp_path):
     require_fgkaslr_vmlinux()
     stripped = tmp_path / "norelocs"
@@ -357,6 +369,7 @@ def test_without_relocations_refused(tmp_path):
     assert not out.exists() and not list(tmp_path.glob("out.fgk*"))
 
 
+@pytest.mark.k612
 def test_truncated_refused(tmp_path):
     require_fgkaslr_vmlinux()
     cut = tmp_path / "cut"
