@@ -11,7 +11,9 @@ instead of defining its own:
   fgk(*args, input=None, env=None, timeout=600, cwd=None, status=None,
       text=True)       build/bin/fgk (or $FGK_BIN) with args; fails the test
                        when it died of a signal, or when `status` is given
-                       and its exit status differs.
+                       and its exit status differs.  text=False: stdout and
+                       stderr stay bytes, .out/.err hold them decoded.
+                       Test files bind their options with functools.partial.
   readelf_sections(path)   {name: (index, addr, size)} from readelf -SW.
   readelf_build_id(path)   the GNU build-id from readelf -n.
   pyelf_sections(path)     {name: (type, offset, size)} from pyelftools.
@@ -46,6 +48,9 @@ def fgk(*args, input=None, env=None, timeout=600, cwd=None, status=None, text=Tr
     r = subprocess.run([str(FGK), *map(str, args)], capture_output=True, text=text,
                        input=input, env=env, timeout=timeout, cwd=cwd)
     assert r.returncode >= 0, f"fgk {args} died of signal {-r.returncode}: {r.stderr!r}"
+    if not text:                        # bytes kept; .out/.err decoded for messages
+        r.out = r.stdout.decode(errors="replace")
+        r.err = r.stderr.decode(errors="replace")
     if status is not None:
         assert r.returncode == status, f"fgk {args}: exit {r.returncode}: {r.stderr}"
     return r

@@ -15,6 +15,7 @@ tests/test_crash.py (test_dump_dir_private).
 Every test sets umask 022 first (a default-mode create would be 0644), so
 a regression fails here whatever umask the test run has.
 """
+import functools
 import os
 import stat
 import subprocess
@@ -22,6 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import oracle
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "layout-tools"
@@ -57,11 +60,7 @@ def fix(elf_fixtures):
     return elf_fixtures
 
 
-def fgk(*args, env=None):
-    r = subprocess.run([str(FGK), *map(str, args)], capture_output=True, text=True,
-                       env=env, timeout=120)
-    assert r.returncode == 0, f"fgk {' '.join(map(str, args))}: {r.stderr}"
-    return r
+fgk = functools.partial(oracle.fgk, status=0, timeout=120)
 
 
 def clean_env(tmp_path, **extra):

@@ -12,6 +12,7 @@ with "fgk" and names the file, a non-zero exit (never a signal), nothing on
 stdout, and no output or temp file left behind.  FGK_BIN runs the tests on
 another build of fgk (the sanitizer build: build/sanitize/bin/fgk).
 """
+import functools
 import hashlib
 import os
 import signal
@@ -23,6 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+import oracle
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "layout-tools"
@@ -36,13 +39,7 @@ SHT_NULL, SHT_RELA, SHT_NOBITS = 0, 4, 8
 R_X86_64_64 = 1
 
 
-def fgk(*args, input=None, env=None, timeout=60, cwd=None):
-    r = subprocess.run([str(FGK), *map(str, args)], capture_output=True,
-                       input=input, env=env, timeout=timeout, cwd=cwd)
-    assert r.returncode >= 0, f"fgk {args} died of signal {-r.returncode}: {r.stderr!r}"
-    r.out = r.stdout.decode(errors="replace")
-    r.err = r.stderr.decode(errors="replace")
-    return r
+fgk = functools.partial(oracle.fgk, text=False, timeout=60)   # bytes in and out
 
 
 def one_line_error(r, path, *needles):

@@ -47,10 +47,7 @@ MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"],
 EARLY_FUNC = "vprintk_emit"     # first printk of start_kernel; shuffled
 
 
-def run(*args, **kw):
-    kw.setdefault("capture_output", True)
-    kw.setdefault("text", True)
-    return subprocess.run([str(a) for a in args], **kw)
+from oracle import run  # noqa: E402
 
 
 def missing_tools():

@@ -6,6 +6,7 @@ decoder with errors="replace" (the Unicode standard's U+FFFD substitution
 of maximal subparts, which json.h promises), and every document must parse
 with Python's json module and with jq.  Unit tier: needs a C compiler and jq.
 """
+import functools
 import json
 import os
 import shutil
@@ -14,6 +15,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+import oracle
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "layout-tools"
@@ -161,11 +164,7 @@ SEED = "5a" * 32
 OFFSET = "0x1c000000"
 
 
-def fgk(*args, input=None, status=0):
-    r = subprocess.run([str(FGK), *map(str, args)], capture_output=True, text=True,
-                       input=input)
-    assert r.returncode == status, f"fgk {args}: {r.returncode} {r.stderr}"
-    return r
+fgk = functools.partial(oracle.fgk, status=0)
 
 
 def parse_one(text):
