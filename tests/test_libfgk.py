@@ -581,9 +581,9 @@ def production_python():
     fgk-gdb, the QEMU runner, the benches and the Python scripts."""
     files = [*(REPO / "fgk-gdb").rglob("*.py"), *(REPO / "qemu-profiles").glob("*.py"),
              REPO / "qemu-profiles" / "run", *(REPO / "bench").glob("*.py")]
-    files += [p for p in (REPO / "scripts").iterdir()
-              if p.is_file() and p.read_text(errors="replace").startswith("#!/usr/bin/python3")
-              or p.is_file() and p.read_text(errors="replace").startswith("#!/usr/bin/env python3")]
+    files += [p for p in (REPO / "scripts").iterdir() if p.is_file() and
+              p.read_text(errors="replace").startswith(("#!/usr/bin/python3",
+                                                        "#!/usr/bin/env python3"))]
     return [p for p in files if "tests" not in p.relative_to(REPO).parts]
 
 
