@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # scripts/debian-source.sh: build a newer Debian release's source package
 # on Debian 12 and install its .deb; sourced by scripts/build-crash and
 # scripts/build-drgn (not run by itself).
@@ -24,7 +25,9 @@
 #                                  DEBSRC_BUILD_OPTIONS/_PROFILES add to it
 #   debsrc_install DEB...          apt-get install of local .debs
 #
-# $DEBSRC_NAME (the calling script's name) prefixes every message.
+# The caller sets $here (the repository: locks go in $here/build) and runs
+# with set -euo pipefail; $DEBSRC_NAME (the calling script's name) prefixes
+# every message.
 
 DEBSRC_NAME=${DEBSRC_NAME:-$(basename "$0")}
 # One deb-src file for every package these scripts build.  It is named for
@@ -83,9 +86,9 @@ debsrc_fetch() {
     upstream=${upstream#*:}
     rm -rf "$work"
     mkdir -p "$work"
-    cd "$work"
+    cd "$work" || exit 1
     if apt-get source -qq "$src=$version" >apt-source.log 2>&1; then
-        cd "$src-$upstream"
+        cd "$src-$upstream" || exit 1
         return 0
     fi
     # Debian's packaging is not reachable: the upstream tarball alone.
@@ -97,7 +100,7 @@ debsrc_fetch() {
     [ -n "$fallback" ] ||
         debsrc_die "Debian's packaging of $src $version (.dsc, .debian.tar.xz) cannot be downloaded (see $work/apt-source.log)"
     tar xf "$orig"
-    cd "$src-$upstream"
+    cd "$src-$upstream" || exit 1
     "$fallback"
 }
 
