@@ -82,17 +82,17 @@ static struct fgk_error *translate_address(struct fgk_vmlinux *vm,
 
 	if (v < offset)
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "%s: address outside the kernel image (below the base offset 0x%llx)",
-				     p, (unsigned long long)offset);
+				      "%s: address outside the kernel image (below the base offset 0x%llx)",
+				      p, (unsigned long long)offset);
 	if (!fgk_layout_unmap(l, v - offset, &link))
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "%s: address in the int3 padding between shuffled functions (no function there with this seed)",
-				     p);
+				      "%s: address in the int3 padding between shuffled functions (no function there with this seed)",
+				      p);
 	if (!fgk_vmlinux_contains(vm, link))
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "%s: address outside the kernel image %s (base offset 0x%llx)",
-				     p, fgk_vmlinux_path(vm),
-				     (unsigned long long)offset);
+				      "%s: address outside the kernel image %s (base offset 0x%llx)",
+				      p, fgk_vmlinux_path(vm),
+				      (unsigned long long)offset);
 	err = fgk_symbol_at(vm, link, &sym);
 	if (err) {	/* no symbol there (or no symbol table): shown as '-' */
 		fgk_error_free(err);
@@ -115,20 +115,20 @@ static struct fgk_error *translate_symbol(struct fgk_vmlinux *vm,
 
 	if (fgk_symoff_parse(p, n, FGK_SYMOFF_LOOSE, &so) != n)
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "%s: not an address or SYMBOL[+OFF[/SIZE]] (OFF, SIZE hex)",
-				     p);
+				      "%s: not an address or SYMBOL[+OFF[/SIZE]] (OFF, SIZE hex)",
+				      p);
 	p[so.name_len] = '\0';	/* the name; /SIZE is ignored */
 	err = fgk_symbol_lookup(vm, p, &sym);
 	if (err) {
 		fgk_error_free(err);
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL, "%s: no such symbol in %s",
-				     p, fgk_vmlinux_path(vm));
+				      p, fgk_vmlinux_path(vm));
 	}
 	if (so.off && (sym.addr + so.off < sym.addr ||
 		       !fgk_vmlinux_contains(vm, sym.addr + so.off)))
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "%s+0x%llx: beyond the kernel image %s",
-				     p, (unsigned long long)so.off, fgk_vmlinux_path(vm));
+				      "%s+0x%llx: beyond the kernel image %s",
+				      p, (unsigned long long)so.off, fgk_vmlinux_path(vm));
 	link = sym.addr + so.off;
 	if (so.has_off && asprintf(&shown, "%s+0x%llx", p,
 				   (unsigned long long)so.off) < 0)
@@ -156,7 +156,7 @@ struct fgk_error *fgk_addr_translate(struct fgk_vmlinux *vm,
 		len--;
 	if (len > FGK_ADDR_ITEM_MAX)
 		return fgk__error_new(FGK_ERR_INVALID, NULL, "%.40s...: item too long",
-				     item);
+				      item);
 	memcpy(buf, item, len);
 	buf[len] = '\0';
 	if (!strncmp(p, "[<", 2) && len > 4 && !strcmp(p + len - 2, ">]")) {

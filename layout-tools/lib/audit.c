@@ -169,7 +169,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		stext = sym_value(vm, "_text", &have_stext);
 	if (!have_stext) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				    "no _stext or _text symbol: not a kernel image");
+				     "no _stext or _text symbol: not a kernel image");
 		goto fail;
 	}
 	init_begin = sym_value(vm, "__init_begin", &have_init_b);
@@ -186,7 +186,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	}
 	if (!text_end) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				    "no executable section holds _stext: not a kernel image");
+				     "no executable section holds _stext: not a kernel image");
 		goto fail;
 	}
 	memset(&r, 0, sizeof(r));
@@ -205,7 +205,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 			continue;
 		if (e < s) {
 			err = fgk__error_new(FGK_ERR_ELF, vm->path, "%s above %s",
-					    bounded[k].start, bounded[k].end);
+					     bounded[k].start, bounded[k].end);
 			goto fail;
 		}
 		memset(&r, 0, sizeof(r));
@@ -403,8 +403,8 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 		}
 		if (!digits || digits > 16 || le - q < 3 || memcmp(q, " : ", 3)) {
 			err = fgk__error_new(FGK_ERR_INVALID, path,
-					    "line %zu: not a gadget line (0xADDRESS : instructions)",
-					    lineno);
+					     "line %zu: not a gadget line (0xADDRESS : instructions)",
+					     lineno);
 			goto out;
 		}
 		insns = q + 3;
@@ -412,7 +412,7 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 			le--;
 		if (le == insns) {
 			err = fgk__error_new(FGK_ERR_INVALID, path,
-					    "line %zu: gadget without instructions", lineno);
+					     "line %zu: gadget without instructions", lineno);
 			goto out;
 		}
 		last = insns;
@@ -450,7 +450,7 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 	}
 	if (!ngadgets) {
 		err = fgk__error_new(FGK_ERR_INVALID, path,
-				    "no gadget lines (expected a gadget finder's '0xADDRESS : instructions')");
+				     "no gadget lines (expected a gadget finder's '0xADDRESS : instructions')");
 		goto out;
 	}
 	for (int c = 0; c < FGK_AUDIT_CLASSES; c++) {

@@ -56,8 +56,8 @@ struct fgk_error *fgk_boot_info_decode(const void *buf, size_t len,
 	memset(ret, 0, sizeof(*ret));
 	if (!p || len < FGK_BOOT_INFO_SIZE_MIN)
 		return fgk__error_new(FGK_ERR_INVALID, origin,
-				     "fgkaslr_boot_info: need at least %u bytes, got %zu",
-				     FGK_BOOT_INFO_SIZE_MIN, p ? len : 0);
+				      "fgkaslr_boot_info: need at least %u bytes, got %zu",
+				      FGK_BOOT_INFO_SIZE_MIN, p ? len : 0);
 	ret->magic = le32(p);
 	ret->flags = le32(p + 4);
 	ret->nr_sections = le32(p + 8);

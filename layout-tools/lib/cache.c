@@ -104,7 +104,7 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 		return fgk__error_os(errno, path, "cannot use relinked file");
 	if (!S_ISREG(st.st_mode))
 		return fgk__error_new(FGK_ERR_INVALID, path,
-				     "relinked file is not a regular file");
+				      "relinked file is not a regular file");
 	if (st.st_size == 0)
 		return fgk__error_new(FGK_ERR_INVALID, path, "relinked file is empty");
 	err = fgk_vmlinux_open(path, &c);
@@ -113,8 +113,8 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 	cid = fgk_vmlinux_build_id(c);
 	if (!id || !cid || strcmp(id, cid)) {
 		err = fgk__error_new(FGK_ERR_BUILD_ID, path,
-				    "relinked file has build-id %s, not %s's %s",
-				    cid ? cid : "(none)", vm->path, id ? id : "(none)");
+				     "relinked file has build-id %s, not %s's %s",
+				     cid ? cid : "(none)", vm->path, id ? id : "(none)");
 		goto out;
 	}
 	/*
@@ -137,8 +137,8 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 				continue;	/* relocations: not in vmlinux.fgk */
 			if (j >= c->shnum) {
 				err = fgk__error_new(FGK_ERR_INVALID, path,
-						    "relinked file has %zu sections, too few for %s (stripped or another file)",
-						    c->shnum, vm->path);
+						     "relinked file has %zu sections, too few for %s (stripped or another file)",
+						     c->shnum, vm->path);
 				goto out;
 			}
 			b = &c->secs[j].shdr;
@@ -150,9 +150,9 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 			     (strcmp(c->secs[j].name, ".shstrtab") ||
 			      b->sh_size != a->sh_size + sizeof(FGK_FOLDED_TEXT)))) {
 				err = fgk__error_new(FGK_ERR_INVALID, path,
-						    "relinked file: section %zu (%s) differs from %s's (%s): stripped, another file or an older fgk's",
-						    j, c->secs[j].name, vm->path,
-						    rnd ? FGK_FOLDED_TEXT : vm->secs[i].name);
+						     "relinked file: section %zu (%s) differs from %s's (%s): stripped, another file or an older fgk's",
+						     j, c->secs[j].name, vm->path,
+						     rnd ? FGK_FOLDED_TEXT : vm->secs[i].name);
 				goto out;
 			}
 			folded |= rnd;
@@ -160,8 +160,8 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 		}
 		if (j != c->shnum)
 			err = fgk__error_new(FGK_ERR_INVALID, path,
-					    "relinked file has %zu sections, %zu expected from %s",
-					    c->shnum, j, vm->path);
+					     "relinked file has %zu sections, %zu expected from %s",
+					     c->shnum, j, vm->path);
 	}
 out:
 	fgk_vmlinux_close(c);
@@ -186,8 +186,8 @@ static struct fgk_error *drop_entry(const char *cache)
 		       fgk__error_os(errno, cache, "cannot replace cache entry");
 	if (S_ISDIR(st.st_mode) ? rmdir(cache) < 0 : unlink(cache) < 0)
 		return fgk__error_os(errno, cache,
-				    "bad cache entry (%s) that cannot be removed; remove it by hand",
-				    S_ISDIR(st.st_mode) ? "a directory" : "not a usable relinked vmlinux");
+				     "bad cache entry (%s) that cannot be removed; remove it by hand",
+				     S_ISDIR(st.st_mode) ? "a directory" : "not a usable relinked vmlinux");
 	return NULL;
 }
 
@@ -333,13 +333,13 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 	*cached = false;
 	if (l->seedless)	/* the cache is keyed by seed */
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "a layout rebuilt from kallsyms has no seed: not cached");
+				      "a layout rebuilt from kallsyms has no seed: not cached");
 	err = fgk_relink_cache_path(vm, &l->seed, &cache);
 	if (err)
 		return err;
 	if (!cache)
 		return fgk__error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
-				     "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");
+				      "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");
 	dir = dir_part(cache);
 	if (!dir) {
 		free(cache);
@@ -468,9 +468,9 @@ struct fgk_error *fgk_relink_through_cache(struct fgk_vmlinux *vm,
 	}
 	if (!fallback_dir)
 		return fgk__error_new(FGK_ERR_INVALID, fgk_vmlinux_path(vm),
-				     l->seedless ?
-				     "a layout rebuilt from kallsyms has no seed: not cached, and no other place to write it was given" :
-				     "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");
+				      l->seedless ?
+				      "a layout rebuilt from kallsyms has no seed: not cached, and no other place to write it was given" :
+				      "no relink cache applies (no build-id, or none of $FGK_CACHE_DIR, $XDG_CACHE_HOME, $HOME set)");
 	err = fallback_path(vm, l, fallback_dir, &res->path);
 	if (!err && !dry)
 		err = fgk_private_dir(fallback_dir);

@@ -61,8 +61,8 @@ static struct fgk_error *fetch_error(int rc, const char *what,
 	switch (e) {
 	case ENOENT:
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "debuginfod: no %s with build-id %s on %s (not found)",
-				     what, build_id, urls_text());
+				      "debuginfod: no %s with build-id %s on %s (not found)",
+				      what, build_id, urls_text());
 	case ECONNREFUSED:
 	case EHOSTUNREACH:
 	case ENETUNREACH:
@@ -71,13 +71,13 @@ static struct fgk_error *fetch_error(int rc, const char *what,
 	case ECONNRESET:
 	case EAGAIN:
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "debuginfod: cannot fetch %s with build-id %s: %s unreachable (%s)",
-				     what, build_id, urls_text(), strerror(e));
+				      "debuginfod: cannot fetch %s with build-id %s: %s unreachable (%s)",
+				      what, build_id, urls_text(), strerror(e));
 	default:
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "debuginfod: cannot fetch %s with build-id %s from %s: %s",
-				     what, build_id, urls_text(),
-				     e > 0 ? strerror(e) : "unknown error");
+				      "debuginfod: cannot fetch %s with build-id %s from %s: %s",
+				      what, build_id, urls_text(),
+				      e > 0 ? strerror(e) : "unknown error");
 	}
 }
 
@@ -94,17 +94,17 @@ struct fgk_error *fgk_debuginfod_fetch(const char *build_id, const char *what,
 		what = "file";
 	if (!build_id || !valid_build_id(build_id))
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "debuginfod: '%s' is not a build-id (lowercase hex bytes)",
-				     build_id ? build_id : "(none)");
+				      "debuginfod: '%s' is not a build-id (lowercase hex bytes)",
+				      build_id ? build_id : "(none)");
 	if (!fgk_debuginfod_enabled())
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "no %s with build-id %s here, and DEBUGINFOD_URLS is not set to fetch it",
-				     what, build_id);
+				      "no %s with build-id %s here, and DEBUGINFOD_URLS is not set to fetch it",
+				      what, build_id);
 	c = debuginfod_begin();
 	if (!c)
 		return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				     "debuginfod: cannot start a client session for build-id %s",
-				     build_id);
+				      "debuginfod: cannot start a client session for build-id %s",
+				      build_id);
 	/* vmlinux and .ko carry their DWARF: the debuginfo is the file itself */
 	fd = debuginfod_find_debuginfo(c, (const unsigned char *)build_id, 0,
 				       &path);
@@ -134,9 +134,9 @@ struct fgk_error *fgk_debuginfod_reject(struct fgk_fetch *f, const char *what,
 	struct fgk_error *err;
 
 	err = fgk__error_new(FGK_ERR_LOOKUP, f->path,
-			    "debuginfod %s answered garbage for %s build-id %s: %s (removed from the cache)",
-			    f->url ? f->url : urls_text(), what, build_id,
-			    problem);
+			     "debuginfod %s answered garbage for %s build-id %s: %s (removed from the cache)",
+			     f->url ? f->url : urls_text(), what, build_id,
+			     problem);
 	if (f->path)
 		unlink(f->path);
 	fgk_fetch_clear(f);

@@ -54,7 +54,7 @@ struct fgk_error *fgk_dwarf_open(const char *path, struct fgk_dwarf **ret)
 	if (!dwfl_module_getdwarf(d->mod, &bias)) {
 		fgk_dwarf_close(d);
 		return fgk__error_new(FGK_ERR_ELF, path,
-				     "no DWARF debug information (build with CONFIG_DEBUG_INFO)");
+				      "no DWARF debug information (build with CONFIG_DEBUG_INFO)");
 	}
 	*ret = d;
 	return NULL;
@@ -232,8 +232,8 @@ struct fgk_error *fgk_dwarf_lookup(struct fgk_dwarf *d, uint64_t addr,
 	cu = dwfl_module_addrdie(d->mod, addr, &bias);
 	if (!cu)
 		return fgk__error_new(FGK_ERR_LOOKUP, d->path,
-				     "no debug information for 0x%llx",
-				     (unsigned long long)addr);
+				      "no debug information for 0x%llx",
+				      (unsigned long long)addr);
 	comp_dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir,
 					       &(Dwarf_Attribute){ 0 }));
 	line = dwfl_module_getsrc(d->mod, addr);
@@ -353,7 +353,7 @@ struct fgk_error *fgk__dwarf_section_address(struct fgk_dwarf *d, size_t shndx,
 
 	if (!scn || !gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_ALLOC))
 		return fgk__error_new(FGK_ERR_LOOKUP, d->path,
-				     "no address for section %zu", shndx);
+				      "no address for section %zu", shndx);
 	*addr = sh.sh_addr + bias;
 	return NULL;
 }

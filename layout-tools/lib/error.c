@@ -61,7 +61,7 @@ static struct fgk_error *error_vnew(enum fgk_error_code code, int errnum,
 }
 
 struct fgk_error *fgk__error_new(enum fgk_error_code code, const char *path,
-				const char *fmt, ...)
+				 const char *fmt, ...)
 {
 	struct fgk_error *err;
 	va_list ap;
@@ -73,7 +73,7 @@ struct fgk_error *fgk__error_new(enum fgk_error_code code, const char *path,
 }
 
 struct fgk_error *fgk__error_os(int errnum, const char *path, const char *fmt,
-			       ...)
+				...)
 {
 	struct fgk_error *err;
 	va_list ap;
@@ -87,7 +87,7 @@ struct fgk_error *fgk__error_os(int errnum, const char *path, const char *fmt,
 }
 
 struct fgk_error *fgk__error_libelf(enum fgk_error_code code, const char *path,
-				   const char *fmt, ...)
+				    const char *fmt, ...)
 {
 	struct fgk_error *err;
 	const char *emsg = elf_errmsg(-1);
@@ -113,7 +113,7 @@ struct fgk_error *fgk__error_libdwfl(const char *path, const char *fmt, ...)
 }
 
 struct fgk_error *fgk__error_libkdumpfile(kdump_ctx_t *ctx, const char *path,
-					 const char *fmt, ...)
+					  const char *fmt, ...)
 {
 	struct fgk_error *err;
 	const char *emsg = ctx ? kdump_get_err(ctx) : "out of memory";

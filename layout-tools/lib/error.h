@@ -8,10 +8,10 @@
 #define FGK_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
 struct fgk_error *fgk__error_new(enum fgk_error_code code, const char *path,
-				const char *fmt, ...) FGK_PRINTF(3, 4);
+				 const char *fmt, ...) FGK_PRINTF(3, 4);
 /* errno-based error: "<what>: strerror(errnum)". */
 struct fgk_error *fgk__error_os(int errnum, const char *path,
-			       const char *fmt, ...) FGK_PRINTF(3, 4);
+				const char *fmt, ...) FGK_PRINTF(3, 4);
 /*
  * The one wrapper of each library fgk calls: "<what>: <the library's own
  * message>", path the file it is about (or NULL).  Nothing else in lib/ or
@@ -19,7 +19,7 @@ struct fgk_error *fgk__error_os(int errnum, const char *path,
  */
 /* libelf: elf_errmsg(-1); code FGK_ERR_ELF (vmlinux) or FGK_ERR_VMCORE (dumps). */
 struct fgk_error *fgk__error_libelf(enum fgk_error_code code, const char *path,
-				   const char *fmt, ...) FGK_PRINTF(3, 4);
+				    const char *fmt, ...) FGK_PRINTF(3, 4);
 /* libdw/libdwfl: dwfl_errmsg(-1); FGK_ERR_ELF. */
 struct fgk_error *fgk__error_libdwfl(const char *path, const char *fmt, ...)
 	FGK_PRINTF(2, 3);
@@ -29,7 +29,7 @@ struct fgk_error *fgk__error_libdwfl(const char *path, const char *fmt, ...)
  */
 struct _kdump_ctx;
 struct fgk_error *fgk__error_libkdumpfile(struct _kdump_ctx *ctx,
-					 const char *path, const char *fmt, ...)
+					  const char *path, const char *fmt, ...)
 	FGK_PRINTF(3, 4);
 /*
  * OpenSSL (libcrypto): the oldest error of the thread's queue, which is

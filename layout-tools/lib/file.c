@@ -42,7 +42,7 @@ struct fgk_error *fgk__open_regular(const char *path, enum fgk_error_code code,
 	if (!S_ISREG(st->st_mode)) {
 		close(f);
 		return fgk__error_new(code, path, "not a regular file (a %s is expected)",
-				     what);
+				      what);
 	}
 	fl = fcntl(f, F_GETFL);
 	if (fl >= 0)
@@ -88,14 +88,14 @@ struct fgk_error *fgk__read_fd(int fd, const char *name, size_t max, bool text,
 		if (text && memchr(buf + len, '\0', (size_t)r)) {
 			free(buf);
 			return fgk__error_new(FGK_ERR_INVALID, name,
-					     "binary data (a NUL byte), not text");
+					      "binary data (a NUL byte), not text");
 		}
 		len += (size_t)r;
 		if (len > max) {
 			free(buf);
 			return fgk__error_new(FGK_ERR_INVALID, name,
-					     "larger than %zu bytes: refusing to read it all",
-					     max);
+					      "larger than %zu bytes: refusing to read it all",
+					      max);
 		}
 	}
 	buf[len] = '\0';
@@ -270,11 +270,11 @@ struct fgk_error *fgk__check_output_target(const char *path)
 	}
 	if (S_ISLNK(st.st_mode))
 		return fgk__error_new(FGK_ERR_INVALID, path,
-				     "is a symbolic link: refusing to replace it (give the real path)");
+				      "is a symbolic link: refusing to replace it (give the real path)");
 	if (!S_ISREG(st.st_mode))
 		return fgk__error_new(FGK_ERR_INVALID, path,
-				     "not a regular file: refusing to replace it%s",
-				     S_ISDIR(st.st_mode) ? " (a directory)" : "");
+				      "not a regular file: refusing to replace it%s",
+				      S_ISDIR(st.st_mode) ? " (a directory)" : "");
 	return NULL;
 }
 
@@ -367,11 +367,11 @@ static struct fgk_error *make_private(int fd, const char *path, const char *what
 		return fgk__error_os(errno, path, "cannot stat %s", what);
 	if (st.st_uid != geteuid())
 		return fgk__error_os(EPERM, path,
-				    "%s is owned by uid %u, not by this user (uid %u): not using it",
-				    what, (unsigned)st.st_uid, (unsigned)geteuid());
+				     "%s is owned by uid %u, not by this user (uid %u): not using it",
+				     what, (unsigned)st.st_uid, (unsigned)geteuid());
 	if ((st.st_mode & 07777) != mode && fchmod(fd, mode) < 0)
 		return fgk__error_os(errno, path, "cannot make %s private (mode %04o)",
-				    what, (unsigned)mode);
+				     what, (unsigned)mode);
 	return NULL;
 }
 

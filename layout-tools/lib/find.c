@@ -115,7 +115,7 @@ struct fgk_error *fgk_vmlinux_find(const char *const *dirs,
 	free(cands);
 	if (!*ret)
 		err = fgk__error_new(FGK_ERR_LOOKUP, NULL,
-				    "no vmlinux with build-id %s in %s",
-				    build_id, tried);
+				     "no vmlinux with build-id %s in %s",
+				     build_id, tried);
 	return err;
 }

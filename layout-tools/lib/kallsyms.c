@@ -34,14 +34,14 @@ static struct fgk_error *get_table(struct fgk_vmlinux *vm, const char *name,
 		if (!required)
 			return NULL;
 		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
-				     "no symbol %s: kernel built without CONFIG_KALLSYMS?",
-				     name);
+				      "no symbol %s: kernel built without CONFIG_KALLSYMS?",
+				      name);
 	}
 	t->p = fgk__section_tail(vm, s->shndx, s->value, &t->len);
 	if (!t->p)
 		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
-				     "kallsyms table %s is not inside file data",
-				     name);
+				      "kallsyms table %s is not inside file data",
+				      name);
 	return NULL;
 }
 
@@ -96,7 +96,7 @@ struct fgk_error *fgk_kallsyms_read(struct fgk_vmlinux *vm,
 		relative_base = rd(base.p, 8);
 	} else if (!addrs.p) {
 		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
-				     "neither kallsyms_offsets nor kallsyms_addresses");
+				      "neither kallsyms_offsets nor kallsyms_addresses");
 	}
 	if (num.len < 4)
 		return CORRUPT("kallsyms_num_syms truncated");
@@ -226,9 +226,9 @@ struct fgk_error *fgk_kallsyms_read(struct fgk_vmlinux *vm,
 				continue;
 			if (ks->syms[i].addr != ref->value) {
 				err = fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
-						    "kallsyms decoding disagrees with the symbol table (_text 0x%llx vs 0x%llx)",
-						    (unsigned long long)ks->syms[i].addr,
-						    (unsigned long long)ref->value);
+						     "kallsyms decoding disagrees with the symbol table (_text 0x%llx vs 0x%llx)",
+						     (unsigned long long)ks->syms[i].addr,
+						     (unsigned long long)ref->value);
 				goto fail;
 			}
 			break;

@@ -258,10 +258,10 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		if (newa[k] % e->align || newa[k] < l->start ||
 		    newa[k] > l->limit || e->size > l->limit - newa[k]) {
 			err = fgk__error_new(FGK_ERR_KALLSYMS, path,
-					    "its symbols put %s at 0x%" PRIx64 ", %s for it (alignment 0x%" PRIx64 ", region [0x%" PRIx64 ", 0x%" PRIx64 ")): not a layout of %s",
-					    e->name, newa[k],
-					    newa[k] % e->align ? "misaligned" : "out of the region",
-					    e->align, l->start, l->limit, vmpath);
+					     "its symbols put %s at 0x%" PRIx64 ", %s for it (alignment 0x%" PRIx64 ", region [0x%" PRIx64 ", 0x%" PRIx64 ")): not a layout of %s",
+					     e->name, newa[k],
+					     newa[k] % e->align ? "misaligned" : "out of the region",
+					     e->align, l->start, l->limit, vmpath);
 			goto out;
 		}
 		known[nknown++] = (uint32_t)k;
@@ -270,8 +270,8 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	o->by_elimination = st.nunknown;
 	if (st.nunknown > MAX_ELIMINATED) {
 		err = fgk__error_new(FGK_ERR_KALLSYMS, path,
-				    "kallsyms does not cover %zu of the %zu shuffled sections of %s (no symbol of theirs): a kernel without CONFIG_KALLSYMS_ALL? Use the seed",
-				    st.nunknown, l->n, vmpath);
+				     "kallsyms does not cover %zu of the %zu shuffled sections of %s (no symbol of theirs): a kernel without CONFIG_KALLSYMS_ALL? Use the seed",
+				     st.nunknown, l->n, vmpath);
 		goto out;
 	}
 	cmp_newa = newa;
@@ -283,8 +283,8 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 
 		if (align_up(p, e->align) > at) {
 			err = fgk__error_new(FGK_ERR_KALLSYMS, path,
-					    "its symbols put %s at 0x%" PRIx64 ", inside the section before it (which ends at 0x%" PRIx64 "): not a layout of %s",
-					    e->name, at, p, vmpath);
+					     "its symbols put %s at 0x%" PRIx64 ", inside the section before it (which ends at 0x%" PRIx64 "): not a layout of %s",
+					     e->name, at, p, vmpath);
 			goto out;
 		}
 		if (align_up(p, e->align) == at && fits_unknown(&st, p, at)) {
@@ -293,8 +293,8 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		} else if (align_up(p, e->align) < at) {
 			if (!st.nunknown) {
 				err = fgk__error_new(FGK_ERR_KALLSYMS, path,
-						    "nothing fills [0x%" PRIx64 ", 0x%" PRIx64 ") before %s: not a layout of %s",
-						    p, at, e->name, vmpath);
+						     "nothing fills [0x%" PRIx64 ", 0x%" PRIx64 ") before %s: not a layout of %s",
+						     p, at, e->name, vmpath);
 				goto out;
 			}
 			st.gaps[st.ngaps++] = (struct gap){ p, at, e->align };
@@ -306,10 +306,10 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	fill(&st, 0, st.ngaps ? st.gaps[0].p : 0);
 	if (!st.solutions) {
 		err = fgk__error_new(FGK_ERR_KALLSYMS, path,
-				    "the %zu sections of %s without a kallsyms symbol cannot fill the %zu gaps the others leave (the first [0x%" PRIx64 ", 0x%" PRIx64 ")): not a layout of %s",
-				    st.nunknown, vmpath, st.ngaps,
-				    st.ngaps ? st.gaps[0].p : 0,
-				    st.ngaps ? st.gaps[0].target : 0, vmpath);
+				     "the %zu sections of %s without a kallsyms symbol cannot fill the %zu gaps the others leave (the first [0x%" PRIx64 ", 0x%" PRIx64 ")): not a layout of %s",
+				     st.nunknown, vmpath, st.ngaps,
+				     st.ngaps ? st.gaps[0].p : 0,
+				     st.ngaps ? st.gaps[0].target : 0, vmpath);
 		goto out;
 	}
 	{
@@ -361,8 +361,8 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	err = fgk_place(l->secs, l->n, l->order, l->start, l->limit, &end);
 	if (err) {
 		struct fgk_error *e2 = fgk__error_new(FGK_ERR_KALLSYMS, path,
-						     "the addresses are not a layout of %s: %s",
-						     vmpath, err->message);
+						      "the addresses are not a layout of %s: %s",
+						      vmpath, err->message);
 
 		fgk_error_free(err);
 		err = e2;
@@ -371,9 +371,9 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 	for (size_t k = 0; k < l->n; k++) {
 		if (l->secs[k].new_addr != newa[k]) {
 			err = fgk__error_new(FGK_ERR_KALLSYMS, path,
-					    "%s is at 0x%" PRIx64 ", but packing the sections in that order puts it at 0x%" PRIx64 ": not a layout of %s",
-					    l->secs[k].name, newa[k],
-					    l->secs[k].new_addr, vmpath);
+					     "%s is at 0x%" PRIx64 ", but packing the sections in that order puts it at 0x%" PRIx64 ": not a layout of %s",
+					     l->secs[k].name, newa[k],
+					     l->secs[k].new_addr, vmpath);
 			goto out;
 		}
 	}
@@ -448,10 +448,10 @@ static struct fgk_error *parse_capture(char *copy, size_t len, const char *path,
 	*n = 0;
 	if (len == 0)
 		return fgk__error_new(FGK_ERR_KALLSYMS, path,
-				     "empty file: not a /proc/kallsyms capture");
+				      "empty file: not a /proc/kallsyms capture");
 	if (copy[len - 1] != '\n')
 		return fgk__error_new(FGK_ERR_KALLSYMS, path,
-				     "truncated capture: the last line has no newline");
+				      "truncated capture: the last line has no newline");
 	while (s < end) {
 		char *nl = memchr(s, '\n', (size_t)(end - s)), *q, *name;
 		uint64_t a = 0;
@@ -472,8 +472,8 @@ static struct fgk_error *parse_capture(char *copy, size_t len, const char *path,
 		    q[2] != ' ' || !q[3]) {
 			free(c);
 			return fgk__error_new(FGK_ERR_KALLSYMS, path,
-					     "line %zu: not a /proc/kallsyms line (ADDRESS TYPE NAME)",
-					     line);
+					      "line %zu: not a /proc/kallsyms line (ADDRESS TYPE NAME)",
+					      line);
 		}
 		name = q + 3;
 		q = name + strcspn(name, " \t");
@@ -503,12 +503,12 @@ static struct fgk_error *parse_capture(char *copy, size_t len, const char *path,
 	if (!cnt) {
 		free(c);
 		return fgk__error_new(FGK_ERR_KALLSYMS, path,
-				     "no kernel symbols: not a /proc/kallsyms capture");
+				      "no kernel symbols: not a /proc/kallsyms capture");
 	}
 	if (!nonzero) {
 		free(c);
 		return fgk__error_new(FGK_ERR_KALLSYMS, path,
-				     "every address is zero: captured without the right to see addresses (read /proc/kallsyms as root)");
+				      "every address is zero: captured without the right to see addresses (read /proc/kallsyms as root)");
 	}
 	*ret = c;
 	*n = cnt;
@@ -557,9 +557,9 @@ static struct fgk_error *place(struct match *m, uint32_t i, uint64_t rt)
 
 	if (m->newa[k] != UNKNOWN && m->newa[k] != na)
 		return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-				     "%s at 0x%" PRIx64 " puts its section %s at 0x%" PRIx64 ", its other symbols at 0x%" PRIx64 ": not a capture of %s",
-				     m->ks->syms[i].name, rt, e->name, na,
-				     m->newa[k], m->vmpath);
+				      "%s at 0x%" PRIx64 " puts its section %s at 0x%" PRIx64 ", its other symbols at 0x%" PRIx64 ": not a capture of %s",
+				      m->ks->syms[i].name, rt, e->name, na,
+				      m->newa[k], m->vmpath);
 	m->newa[k] = na;
 	return NULL;
 }
@@ -622,10 +622,10 @@ static struct fgk_error *match_pass(struct match *m, bool *progress)
 					hit = m->c[j].used = true;
 			if (!hit)
 				return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-						     "%s should be at 0x%" PRIx64 " (base offset 0x%" PRIx64 "%s), but the capture does not have it there: not a capture of %s",
-						     m->ks->syms[i].name, a, m->offset,
-						     m->sec[i] >= 0 ? ", its section placed by other symbols" : "",
-						     m->vmpath);
+						      "%s should be at 0x%" PRIx64 " (base offset 0x%" PRIx64 "%s), but the capture does not have it there: not a capture of %s",
+						      m->ks->syms[i].name, a, m->offset,
+						      m->sec[i] >= 0 ? ", its section placed by other symbols" : "",
+						      m->vmpath);
 		}
 		if (!left) {
 			m->done[g] = true;
@@ -700,8 +700,8 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 			   m->ks->syms[i].addr - e->addr !=
 			   m->ks->syms[first].addr - e0->addr) {
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					     "cannot tell apart the symbols called %s (sections %s and %s): use the seed",
-					     m->ks->syms[i].name, e0->name, e->name);
+					      "cannot tell apart the symbols called %s (sections %s and %s): use the seed",
+					      m->ks->syms[i].name, e0->name, e->name);
 		}
 		nr++;
 	}
@@ -718,8 +718,8 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 			j++;
 		if (j == m->gc[g + 1])
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					     "too few addresses for the symbols called %s",
-					     m->ks->syms[i].name);
+					      "too few addresses for the symbols called %s",
+					      m->ks->syms[i].name);
 		m->c[j].used = true;
 		err = place(m, i, m->c[j].addr);
 		if (err)
@@ -754,12 +754,12 @@ static struct fgk_error *group(struct match *m, size_t nc)
 
 		if (c > 0)
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					     "symbol %s is not in the kallsyms of %s: a capture of another build",
-					     m->c[j].name, m->vmpath);
+					      "symbol %s is not in the kallsyms of %s: a capture of another build",
+					      m->c[j].name, m->vmpath);
 		if (c < 0)
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					     "%s's symbol %s is missing: a truncated capture, or one of another build",
-					     m->vmpath, m->ks->syms[m->vi[v]].name);
+					      "%s's symbol %s is missing: a truncated capture, or one of another build",
+					      m->vmpath, m->ks->syms[m->vi[v]].name);
 		name = m->c[j].name;
 		while (v < n && !strcmp(m->ks->syms[m->vi[v]].name, name))
 			v++;
@@ -767,16 +767,16 @@ static struct fgk_error *group(struct match *m, size_t nc)
 			j++;
 		if (v - v0 != j - j0)
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					     "symbol %s appears %zu times, %zu times in the kallsyms of %s: a capture of another build%s",
-					     name, j - j0, v - v0, m->vmpath,
-					     j - j0 < v - v0 ? ", or truncated" : "");
+					      "symbol %s appears %zu times, %zu times in the kallsyms of %s: a capture of another build%s",
+					      name, j - j0, v - v0, m->vmpath,
+					      j - j0 < v - v0 ? ", or truncated" : "");
 		for (size_t x = 0; x < v - v0; x++)
 			if (m->c[j0 + x].type != m->ks->syms[m->vi[v0 + x]].type &&
 			    v - v0 == 1)
 				return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-						     "symbol %s has type %c, %c in %s: a capture of another build",
-						     name, m->c[j0].type,
-						     m->ks->syms[m->vi[v0]].type, m->vmpath);
+						      "symbol %s has type %c, %c in %s: a capture of another build",
+						      name, m->c[j0].type,
+						      m->ks->syms[m->vi[v0]].type, m->vmpath);
 		m->gv[g] = v0;
 		m->gc[g] = j0;
 		g++;
@@ -813,14 +813,14 @@ static struct fgk_error *base_offset(struct match *m)
 			have = true;
 		} else if (a - s->addr != m->offset) {
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					     "%s is at 0x%" PRIx64 ", _text at base offset 0x%" PRIx64 " puts it at 0x%" PRIx64 ": not a capture of %s",
-					     s->name, a, m->offset, s->addr + m->offset,
-					     m->vmpath);
+					      "%s is at 0x%" PRIx64 ", _text at base offset 0x%" PRIx64 " puts it at 0x%" PRIx64 ": not a capture of %s",
+					      s->name, a, m->offset, s->addr + m->offset,
+					      m->vmpath);
 		}
 	}
 	if (!have)
 		return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-				     "no symbol outside the shuffled code to find the base offset");
+				      "no symbol outside the shuffled code to find the base offset");
 	return NULL;
 }
 
@@ -856,7 +856,7 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 	copy[len] = '\0';
 	if (memchr(copy, '\0', len)) {
 		err = fgk__error_new(FGK_ERR_KALLSYMS, m.path,
-				    "binary data: not a /proc/kallsyms capture");
+				     "binary data: not a /proc/kallsyms capture");
 		goto out;
 	}
 	err = parse_capture(copy, len, m.path, &m.c, &nc);
@@ -864,8 +864,8 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 		goto out;
 	if (nc < ks->n) {
 		err = fgk__error_new(FGK_ERR_KALLSYMS, m.path,
-				    "%zu kernel symbols, the kallsyms of %s has %zu: a truncated capture?",
-				    nc, vm->path, ks->n);
+				     "%zu kernel symbols, the kallsyms of %s has %zu: a truncated capture?",
+				     nc, vm->path, ks->n);
 		goto out;
 	}
 	m.vi = calloc(ks->n ? ks->n : 1, sizeof(*m.vi));
@@ -977,14 +977,14 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 	if (!info->raw || !info->has_offset ||
 	    !fgk__vmcoreinfo_number(info->raw, "NUMBER(phys_base)", 10, &phys_base))
 		return fgk__error_new(FGK_ERR_VMCORE, dump_path,
-				     "its VMCOREINFO lacks KERNELOFFSET or NUMBER(phys_base): cannot find kallsyms in its memory");
+				      "its VMCOREINFO lacks KERNELOFFSET or NUMBER(phys_base): cannot find kallsyms in its memory");
 	offset = info->offset;
 	offs = fgk__find_symbol(vm, "kallsyms_offsets");
 	base = fgk__find_symbol(vm, "kallsyms_relative_base");
 	num = fgk__find_symbol(vm, "kallsyms_num_syms");
 	if (!offs || !base || !num)
 		return fgk__error_new(FGK_ERR_KALLSYMS, vm->path,
-				     "no kallsyms_offsets, kallsyms_relative_base or kallsyms_num_syms (base-relative kallsyms: CONFIG_KALLSYMS_BASE_RELATIVE before Linux 6.11)");
+				      "no kallsyms_offsets, kallsyms_relative_base or kallsyms_num_syms (base-relative kallsyms: CONFIG_KALLSYMS_BASE_RELATIVE before Linux 6.11)");
 	err = fgk__layout_new(vm, &l);
 	if (err)
 		return err;
@@ -1011,8 +1011,8 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 	}
 	if (le(nbuf, 4) != n) {
 		err = fgk__error_new(FGK_ERR_VMCORE, dump_path,
-				    "kallsyms_num_syms in its memory is %" PRIu64 ", %zu in %s: a dump of another build, or a wrong offset",
-				    le(nbuf, 4), n, vm->path);
+				     "kallsyms_num_syms in its memory is %" PRIu64 ", %zu in %s: a dump of another build, or a wrong offset",
+				     le(nbuf, 4), n, vm->path);
 		goto out;
 	}
 	rb_mem = le(bbuf, 8) - offset;
@@ -1032,9 +1032,9 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 		if (k < 0) {
 			if (rt != s->addr) {
 				err = fgk__error_new(FGK_ERR_VMCORE, dump_path,
-						    "kallsyms in its memory puts %s at 0x%" PRIx64 ", not at 0x%" PRIx64 " (offset 0x%" PRIx64 "): a dump of another build",
-						    s->name, rt + offset, s->addr + offset,
-						    offset);
+						     "kallsyms in its memory puts %s at 0x%" PRIx64 ", not at 0x%" PRIx64 " (offset 0x%" PRIx64 "): a dump of another build",
+						     s->name, rt + offset, s->addr + offset,
+						     offset);
 				goto out;
 			}
 			continue;
@@ -1042,8 +1042,8 @@ struct fgk_error *fgk_layout_from_vmcore(struct fgk_vmlinux *vm,
 		rt -= s->addr - l->secs[k].addr;
 		if (newa[k] != UNKNOWN && newa[k] != rt) {
 			err = fgk__error_new(FGK_ERR_VMCORE, dump_path,
-					    "kallsyms in its memory puts the symbols of %s at two places (0x%" PRIx64 ", 0x%" PRIx64 "): corrupt dump",
-					    l->secs[k].name, newa[k], rt);
+					     "kallsyms in its memory puts the symbols of %s at two places (0x%" PRIx64 ", 0x%" PRIx64 "): corrupt dump",
+					     l->secs[k].name, newa[k], rt);
 			goto out;
 		}
 		newa[k] = rt;

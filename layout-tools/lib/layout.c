@@ -33,10 +33,10 @@ struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,
 		*end = p;
 	if (overflow || p > limit)
 		return fgk__error_new(FGK_ERR_NO_FIT, NULL,
-				     "layout does not fit: sections end at 0x%llx, beyond _etext 0x%llx by 0x%llx bytes (the kernel boots unshuffled with this seed)",
-				     (unsigned long long)p,
-				     (unsigned long long)limit,
-				     (unsigned long long)(p - limit));
+				      "layout does not fit: sections end at 0x%llx, beyond _etext 0x%llx by 0x%llx bytes (the kernel boots unshuffled with this seed)",
+				      (unsigned long long)p,
+				      (unsigned long long)limit,
+				      (unsigned long long)(p - limit));
 	return NULL;
 }
 
@@ -107,7 +107,7 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 		n += fgk__section_randomized(&vm->secs[i]);
 	if (n == 0) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				    "no .text.* sections: not built with CONFIG_FG_KASLR (nothing to shuffle)");
+				     "no .text.* sections: not built with CONFIG_FG_KASLR (nothing to shuffle)");
 		goto fail;
 	}
 	err = fgk__require_symtab(vm, "_etext (the end of the randomized region)");
@@ -116,7 +116,7 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	etext = fgk__find_symbol(vm, "_etext");
 	if (!etext) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				    "no _etext symbol: vmlinux not laid out for FG-KASLR");
+				     "no _etext symbol: vmlinux not laid out for FG-KASLR");
 		goto fail;
 	}
 	l->limit = etext->value;
@@ -151,10 +151,10 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 
 		if (e->addr + e->size < e->addr || e->addr + e->size > l->limit) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					    "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) extends beyond _etext 0x%llx",
-					    e->name, (unsigned long long)e->addr,
-					    (unsigned long long)(e->addr + e->size),
-					    (unsigned long long)l->limit);
+					     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) extends beyond _etext 0x%llx",
+					     e->name, (unsigned long long)e->addr,
+					     (unsigned long long)(e->addr + e->size),
+					     (unsigned long long)l->limit);
 			goto fail;
 		}
 	}
@@ -167,18 +167,18 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 			continue;
 		if (z < a) {	/* wraps past the top of the address space */
 			err = fgk__error_new(FGK_ERR_ELF, vm->path,
-					    "corrupt ELF: section %s [0x%llx, +0x%llx) wraps around the address space",
-					    s->name, (unsigned long long)a,
-					    (unsigned long long)s->shdr.sh_size);
+					     "corrupt ELF: section %s [0x%llx, +0x%llx) wraps around the address space",
+					     s->name, (unsigned long long)a,
+					     (unsigned long long)s->shdr.sh_size);
 			goto fail;
 		}
 		if (a < l->limit && z > l->start) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					    "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)",
-					    s->name, (unsigned long long)a,
-					    (unsigned long long)z,
-					    (unsigned long long)l->start,
-					    (unsigned long long)l->limit);
+					     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)",
+					     s->name, (unsigned long long)a,
+					     (unsigned long long)z,
+					     (unsigned long long)l->start,
+					     (unsigned long long)l->limit);
 			goto fail;
 		}
 	}
@@ -223,7 +223,7 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 
 		fgk_seed_format(seed, hex);
 		e2 = fgk__error_new(FGK_ERR_NO_FIT, vm->path, "seed %s: %s",
-				   hex, err->message);
+				    hex, err->message);
 		fgk_error_free(err);
 		err = e2;
 		goto fail;
@@ -255,7 +255,7 @@ static long floor_search(const struct fgk_section *secs, const uint32_t *idx,
 }
 
 const struct fgk_section *fgk_layout_section_at(const struct fgk_layout *l,
-						 uint64_t x)
+						uint64_t x)
 {
 	long k;
 	const struct fgk_section *e;

@@ -69,14 +69,14 @@ struct fgk_error *fgk_module_open(const char *path, struct fgk_module **ret)
 	}
 	if (m->elf->ehdr.e_type != ET_REL) {
 		err = fgk__error_new(FGK_ERR_ELF, path,
-				    "not a kernel module (ELF type %u, a relocatable .ko expected)",
-				    (unsigned)m->elf->ehdr.e_type);
+				     "not a kernel module (ELF type %u, a relocatable .ko expected)",
+				     (unsigned)m->elf->ehdr.e_type);
 		goto fail;
 	}
 	m->name = modinfo(m->elf, "name");
 	if (!m->name) {
 		err = fgk__error_new(FGK_ERR_ELF, path,
-				    "not a kernel module (no name= in .modinfo)");
+				     "not a kernel module (no name= in .modinfo)");
 		goto fail;
 	}
 	m->vermagic = modinfo(m->elf, "vermagic");
@@ -152,19 +152,19 @@ struct fgk_error *fgk_module_check(struct fgk_module *m, struct fgk_vmlinux *vm)
 
 	if (!m->vermagic)
 		return fgk__error_new(FGK_ERR_BUILD_ID, m->elf->path,
-				     "module %s has no vermagic: cannot tell which kernel it was built for",
-				     m->name);
+				      "module %s has no vermagic: cannot tell which kernel it was built for",
+				      m->name);
 	if (rel && (release_len(m->vermagic) != strlen(rel) ||
 		    strncmp(m->vermagic, rel, strlen(rel))))
 		return fgk__error_new(FGK_ERR_BUILD_ID, m->elf->path,
-				     "module %s was built for kernel %.*s, not for %s's %s (vermagic mismatch)",
-				     m->name, (int)release_len(m->vermagic),
-				     m->vermagic, vm->path, rel);
+				      "module %s was built for kernel %.*s, not for %s's %s (vermagic mismatch)",
+				      m->name, (int)release_len(m->vermagic),
+				      m->vermagic, vm->path, rel);
 	kmagic = vmlinux_vermagic(vm);
 	if (kmagic && strcmp(kmagic, m->vermagic))
 		err = fgk__error_new(FGK_ERR_BUILD_ID, m->elf->path,
-				    "module %s has vermagic \"%s\", %s has \"%s\" (vermagic mismatch)",
-				    m->name, m->vermagic, vm->path, kmagic);
+				     "module %s has vermagic \"%s\", %s has \"%s\" (vermagic mismatch)",
+				     m->name, m->vermagic, vm->path, kmagic);
 	free(kmagic);
 	return err;
 }
@@ -298,7 +298,7 @@ struct fgk_error *fgk_module_dwarf(struct fgk_module *m, struct fgk_dwarf **ret)
 	*ret = m->dwarf;
 	if (m->dwarf_err)
 		return fgk__error_new(m->dwarf_err->code, m->dwarf_err->path, "%s",
-				     m->dwarf_err->message);
+				      m->dwarf_err->message);
 	return NULL;
 }
 
@@ -338,8 +338,8 @@ struct fgk_error *fgk_module_symbol(struct fgk_module *m, const char *name,
 	}
 	if (!first)
 		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
-				     "no function %.*s in module %s", (int)len,
-				     name, m->name);
+				      "no function %.*s in module %s", (int)len,
+				      name, m->name);
 	ret->name = first->name;
 	ret->shndx = first->shndx;
 	ret->section = vm->secs[first->shndx].name;
@@ -371,9 +371,9 @@ struct fgk_error *fgk_module_symbol_at(struct fgk_module *m, size_t shndx,
 	}
 	if (!best || shndx >= vm->shnum)
 		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
-				     "no symbol at %s+0x%" PRIx64 " in module %s",
-				     shndx < vm->shnum ? vm->secs[shndx].name : "?",
-				     off, m->name);
+				      "no symbol at %s+0x%" PRIx64 " in module %s",
+				      shndx < vm->shnum ? vm->secs[shndx].name : "?",
+				      off, m->name);
 	ret->name = best->name;
 	ret->shndx = shndx;
 	ret->section = vm->secs[shndx].name;
@@ -394,7 +394,7 @@ struct fgk_error *fgk_module_section_info(struct fgk_module *m, size_t shndx,
 
 	if (shndx == 0 || shndx >= m->elf->shnum)
 		return fgk__error_new(FGK_ERR_INVALID, m->elf->path,
-				     "no section %zu", shndx);
+				      "no section %zu", shndx);
 	s = &m->elf->secs[shndx];
 	ret->index = shndx;
 	ret->name = s->name;
@@ -506,8 +506,8 @@ struct fgk_error *fgk_module_find(const char *const *dirs, const char *name,
 		}
 	}
 	return fgk__error_new(FGK_ERR_LOOKUP, NULL,
-			     "module %s: no %s.ko under the module directories (--modules)",
-			     name, name);
+			      "module %s: no %s.ko under the module directories (--modules)",
+			      name, name);
 }
 
 struct each_ko {
@@ -580,6 +580,6 @@ struct fgk_error *fgk_module_lookup(struct fgk_module *m, size_t shndx,
 		return err;
 	if (shndx >= m->elf->shnum || off >= m->elf->secs[shndx].shdr.sh_size + 1)
 		return fgk__error_new(FGK_ERR_LOOKUP, m->elf->path,
-				     "offset 0x%" PRIx64 " beyond section %zu", off, shndx);
+				      "offset 0x%" PRIx64 " beyond section %zu", off, shndx);
 	return fgk_dwarf_lookup(d, base + off, frames, n);
 }

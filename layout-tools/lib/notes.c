@@ -184,8 +184,8 @@ struct fgk_error *fgk_build_id_parse(const char *text, char **hex)
 	if (!digits || digits % 2 || digits < 2 * FGK_BUILD_ID_MIN ||
 	    digits > 2 * FGK_BUILD_ID_MAX)
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "bad build-id '%s': expected %d to %d hex digits (an even number), like the 'Build ID' of 'readelf -n vmlinux'",
-				     text, 2 * FGK_BUILD_ID_MIN, 2 * FGK_BUILD_ID_MAX);
+				      "bad build-id '%s': expected %d to %d hex digits (an even number), like the 'Build ID' of 'readelf -n vmlinux'",
+				      text, 2 * FGK_BUILD_ID_MIN, 2 * FGK_BUILD_ID_MAX);
 	h = malloc(digits + 1);
 	if (!h)
 		return &fgk_enomem;
@@ -217,12 +217,12 @@ struct fgk_error *fgk_offset_parse(const char *text, uint64_t align,
 	}
 	if (!digits)
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "bad offset '%s': expected a hex number like 0x1e000000",
-				     text);
+				      "bad offset '%s': expected a hex number like 0x1e000000",
+				      text);
 	if (align && v % align)
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "offset 0x%llx is not a multiple of 0x%llx",
-				     (unsigned long long)v, (unsigned long long)align);
+				      "offset 0x%llx is not a multiple of 0x%llx",
+				      (unsigned long long)v, (unsigned long long)align);
 	*offset = v;
 	return NULL;
 }

@@ -41,7 +41,7 @@ struct fgk_error *fgk_vmlinux_section_at(struct fgk_vmlinux *vm, size_t index,
 {
 	if (index >= vm->shnum)
 		return fgk__error_new(FGK_ERR_LOOKUP, vm->path, "no section %zu (%zu sections)",
-				     index, vm->shnum);
+				      index, vm->shnum);
 	section_info(vm, index, ret);
 	return NULL;
 }
@@ -84,8 +84,8 @@ struct fgk_error *fgk_vmlinux_read(struct fgk_vmlinux *vm, uint64_t link_addr,
 		}
 	}
 	return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
-			     "no section holds the %zu bytes at 0x%llx",
-			     len, (unsigned long long)link_addr);
+			      "no section holds the %zu bytes at 0x%llx",
+			      len, (unsigned long long)link_addr);
 }
 
 struct fgk_error *fgk_vmlinux_kind(struct fgk_vmlinux *vm,

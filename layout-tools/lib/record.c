@@ -65,7 +65,7 @@ static char *lower_dup(const char *s, size_t len)
 #define RECORD_WHERE(path) ((path) ? "" : "seed record: ")
 #define record_error(path, lineno, fmt, ...)				\
 	fgk__error_new(FGK_ERR_RECORD, path, "%sline %u: " fmt,		\
-		      RECORD_WHERE(path), lineno, ##__VA_ARGS__)
+		       RECORD_WHERE(path), lineno, ##__VA_ARGS__)
 
 struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 					struct fgk_seed_record *rec)
@@ -198,7 +198,7 @@ struct fgk_error *fgk_seed_record_parse(const char *text, const char *path,
 	}
 	if (!seen[0]) {
 		err = fgk__error_new(FGK_ERR_RECORD, path, "%sno 'seed:' line",
-				    RECORD_WHERE(path));
+				     RECORD_WHERE(path));
 		goto fail;
 	}
 	return NULL;
@@ -218,7 +218,7 @@ struct fgk_error *fgk_seed_record_read(const char *path,
 	if (err) {
 		if (err->code == FGK_ERR_INVALID) {
 			struct fgk_error *e2 = fgk__error_new(FGK_ERR_RECORD, path,
-							     "seed record %s", err->message);
+							      "seed record %s", err->message);
 
 			fgk_error_free(err);
 			return e2;
@@ -228,7 +228,7 @@ struct fgk_error *fgk_seed_record_read(const char *path,
 	if (strlen(buf) != len) {
 		free(buf);
 		return fgk__error_new(FGK_ERR_RECORD, path,
-				     "not a seed record (binary data)");
+				      "not a seed record (binary data)");
 	}
 	err = fgk_seed_record_parse(buf, path, rec);
 	free(buf);
@@ -245,17 +245,17 @@ struct fgk_error *fgk_seed_record_format(const struct fgk_seed_record *rec,
 
 	if (rec->release && !printable_line(rec->release, strlen(rec->release)))
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "seed record: release '%s' is not one line of printable text",
-				     rec->release);
+				      "seed record: release '%s' is not one line of printable text",
+				      rec->release);
 	if (rec->note && !printable_line(rec->note, strlen(rec->note)))
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "seed record: note '%s' is not one line of printable text (no newlines or control characters)",
-				     rec->note);
+				      "seed record: note '%s' is not one line of printable text (no newlines or control characters)",
+				      rec->note);
 	if (rec->build_id && (!all_hex(rec->build_id, strlen(rec->build_id)) ||
 			      strlen(rec->build_id) % 2))
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "seed record: build-id '%s' is not hex bytes (an even number of hex digits)",
-				     rec->build_id);
+				      "seed record: build-id '%s' is not hex bytes (an even number of hex digits)",
+				      rec->build_id);
 	f = open_memstream(&buf, &len);
 	if (!f)
 		return &fgk_enomem;
@@ -304,11 +304,11 @@ struct fgk_error *fgk_seed_record_check(const struct fgk_seed_record *rec,
 		return NULL;
 	if (!id)
 		return fgk__error_new(FGK_ERR_BUILD_ID, vm->path,
-				     "vmlinux has no build-id but seed record %s names build-id %s",
-				     record_path, rec->build_id);
+				      "vmlinux has no build-id but seed record %s names build-id %s",
+				      record_path, rec->build_id);
 	if (strcasecmp(id, rec->build_id))
 		return fgk__error_new(FGK_ERR_BUILD_ID, vm->path,
-				     "build-id %s does not match the seed record %s (build-id %s): the layout depends on the exact vmlinux; use the vmlinux that booted with this seed",
-				     id, record_path, rec->build_id);
+				      "build-id %s does not match the seed record %s (build-id %s): the layout depends on the exact vmlinux; use the vmlinux that booted with this seed",
+				      id, record_path, rec->build_id);
 	return NULL;
 }

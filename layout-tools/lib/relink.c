@@ -90,7 +90,7 @@ static struct fgk_error *read_input(const struct fgk_vmlinux *vm, uint64_t off,
 			return fgk__error_os(errno, vm->path, "cannot read");
 		if (n == 0)
 			return fgk__error_new(FGK_ERR_ELF, vm->path,
-					     "shorter than when it was opened: changed while relinking");
+					      "shorter than when it was opened: changed while relinking");
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
@@ -143,9 +143,9 @@ static struct fgk_error *move_text(struct relink *r)
 	    !addr_to_offset(r->vm, l->limit, &off_limit) ||
 	    off_limit < off_start || off_limit > r->size)
 		return fgk__error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
-				     "the randomized region 0x%llx-0x%llx is not inside one loadable segment",
-				     (unsigned long long)l->start,
-				     (unsigned long long)l->limit);
+				      "the randomized region 0x%llx-0x%llx is not inside one loadable segment",
+				      (unsigned long long)l->start,
+				      (unsigned long long)l->limit);
 	/* the region as it was: the sources of the moves (it holds them) */
 	old_text = malloc(off_limit - off_start ? off_limit - off_start : 1);
 	if (!old_text)
@@ -161,8 +161,8 @@ static struct fgk_error *move_text(struct relink *r)
 		if (dst < off_start || dst > off_limit ||
 		    old->sh_size > off_limit - dst) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
-					    "section %s does not map into the randomized region of the file",
-					    s->name);
+					     "section %s does not map into the randomized region of the file",
+					     s->name);
 			break;
 		}
 		if (old->sh_offset >= off_start && old->sh_offset <= off_limit &&
@@ -310,13 +310,13 @@ static struct fgk_error *patch(struct relink *r, unsigned char *field,
 	}
 	default:
 		return fgk__error_new(FGK_ERR_ELF, r->vm->path,
-				     "unsupported relocation type %u at 0x%llx in %s against moved code",
-				     type, (unsigned long long)where, secname);
+				      "unsupported relocation type %u at 0x%llx in %s against moved code",
+				      type, (unsigned long long)where, secname);
 	}
 overflow:
 	return fgk__error_new(FGK_ERR_ELF, r->vm->path,
-			     "relocation type %u at 0x%llx in %s overflows after relinking",
-			     type, (unsigned long long)where, secname);
+			      "relocation type %u at 0x%llx in %s overflows after relinking",
+			      type, (unsigned long long)where, secname);
 }
 
 static bool is_pcrel(uint32_t type)
@@ -448,35 +448,35 @@ static struct fgk_error *check_rela_section(struct fgk_vmlinux *vm, size_t i,
 	*apply = false;
 	if (link == 0 || link >= vm->shnum)
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: relocation section %s links to section %zu of %zu",
-				     name, link, vm->shnum);
+				      "corrupt ELF: relocation section %s links to section %zu of %zu",
+				      name, link, vm->shnum);
 	if (vm->secs[link].shdr.sh_type == SHT_DYNSYM)
 		return NULL;	/* dynamic relocations: not relinked */
 	if (link != symndx)
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: relocation section %s links to section %zu, not to the symbol table %zu",
-				     name, link, symndx);
+				      "corrupt ELF: relocation section %s links to section %zu, not to the symbol table %zu",
+				      name, link, symndx);
 	if (x == 0 || x >= vm->shnum)
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: relocation section %s applies to section %zu of %zu",
-				     name, x, vm->shnum);
+				      "corrupt ELF: relocation section %s applies to section %zu of %zu",
+				      name, x, vm->shnum);
 	if (rs->sh_entsize != sizeof(Elf64_Rela) && rs->sh_size)
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: relocation section %s has entry size %llu, not %zu",
-				     name, (unsigned long long)rs->sh_entsize,
-				     sizeof(Elf64_Rela));
+				      "corrupt ELF: relocation section %s has entry size %llu, not %zu",
+				      name, (unsigned long long)rs->sh_entsize,
+				      sizeof(Elf64_Rela));
 	if (rs->sh_size % sizeof(Elf64_Rela))
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: relocation section %s is not a whole number of entries",
-				     name);
+				      "corrupt ELF: relocation section %s is not a whole number of entries",
+				      name);
 	switch (vm->secs[x].shdr.sh_type) {
 	case SHT_NULL:
 	case SHT_NOBITS:
 		if (!rs->sh_size)
 			return NULL;
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: relocation section %s applies to section %s, which has no file contents",
-				     name, vm->secs[x].name);
+				      "corrupt ELF: relocation section %s applies to section %s, which has no file contents",
+				      name, vm->secs[x].name);
 	}
 	*apply = true;
 	return NULL;
@@ -499,8 +499,8 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 
 		if (rs->sh_type == SHT_REL)
 			return fgk__error_new(FGK_ERR_ELF, vm->path,
-					     "section %s: SHT_REL relocations are not supported on x86_64",
-					     vm->secs[i].name);
+					      "section %s: SHT_REL relocations are not supported on x86_64",
+					      vm->secs[i].name);
 		if (rs->sh_type != SHT_RELA)
 			continue;
 		err = check_rela_section(vm, i, symndx, &apply);
@@ -537,15 +537,15 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 				continue;
 			if (sym >= nsyms)
 				return fgk__error_new(FGK_ERR_ELF, vm->path,
-						     "corrupt ELF: relocation %zu of %s refers to symbol %zu of %zu",
-						     k, vm->secs[i].name, sym, nsyms);
+						      "corrupt ELF: relocation %zu of %s refers to symbol %zu of %zu",
+						      k, vm->secs[i].name, sym, nsyms);
 			fsz = field_size(type);
 			ds = symdelta[sym];
 			change = is_pcrel(type) ? (int64_t)((uint64_t)ds - (uint64_t)dx) : ds;
 			if (off >= xs->sh_size || xs->sh_size - off < (fsz ? fsz : 1))
 				return fgk__error_new(FGK_ERR_ELF, vm->path,
-						     "corrupt ELF: relocation %zu of %s points outside %s",
-						     k, vm->secs[i].name, vm->secs[x].name);
+						      "corrupt ELF: relocation %zu of %s points outside %s",
+						      k, vm->secs[i].name, vm->secs[x].name);
 			if (alloc && in_sorted_table(r, rela.r_offset))
 				continue;	/* fix_sorted_tables() */
 			/* the relocation section itself is not in the output */
@@ -553,9 +553,9 @@ static struct fgk_error *fix_relocations(struct relink *r, const int64_t *symdel
 				continue;
 			if (!fsz)
 				return fgk__error_new(FGK_ERR_ELF, vm->path,
-						     "unsupported relocation type %u at 0x%llx in %s against moved code",
-						     type, (unsigned long long)(xs->sh_addr + off),
-						     vm->secs[x].name);
+						      "unsupported relocation type %u at 0x%llx in %s against moved code",
+						      type, (unsigned long long)(xs->sh_addr + off),
+						      vm->secs[x].name);
 			/* xout.sh_offset is already the new file offset */
 			err = patch(r, r->buf + xout.sh_offset + off, type,
 				    change, xs->sh_addr + off, vm->secs[x].name);
@@ -686,7 +686,7 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 	if (!addr_to_offset(vm, l->start, &off_start) || l->end < l->start ||
 	    off_start > r->size || l->end - l->start > r->size - off_start)
 		return fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				     "the randomized region is not inside one loadable segment");
+				      "the randomized region is not inside one loadable segment");
 
 	/* headers: the folded one in place of the first randomized section */
 	nh = calloc(m, sizeof(*nh));
@@ -752,7 +752,7 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 				w = (Elf32_Word)x;
 			} else {
 				err = fgk__error_new(FGK_ERR_ELF, vm->path,
-						    "corrupt ELF: symbol %zu needs .symtab_shndx", i);
+						     "corrupt ELF: symbol %zu needs .symtab_shndx", i);
 				goto out;
 			}
 			if (xout && i < nx)
@@ -809,7 +809,7 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	    vm->ehdr.e_machine != EM_X86_64 ||
 	    vm->ehdr.e_shentsize != sizeof(Elf64_Shdr))
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "not a little-endian x86_64 ELF64 vmlinux");
+				      "not a little-endian x86_64 ELF64 vmlinux");
 	err = fgk__require_symtab(vm, "relinking");
 	if (err)
 		return err;
@@ -819,8 +819,8 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 		if (sh->sh_type == SHT_SYMTAB) {
 			if (symndx)
 				return fgk__error_new(FGK_ERR_ELF, vm->path,
-						     "corrupt ELF: more than one symbol table (sections %zu and %zu)",
-						     symndx, i);
+						      "corrupt ELF: more than one symbol table (sections %zu and %zu)",
+						      symndx, i);
 			symndx = i;
 		}
 		if (sh->sh_type == SHT_RELA && sh->sh_info < vm->shnum &&
@@ -829,15 +829,15 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	}
 	if (vm->secs[symndx].shdr.sh_entsize != sizeof(Elf64_Sym))
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: bad .symtab entry size");
+				      "corrupt ELF: bad .symtab entry size");
 	if (!nrela)
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "no relocations for the code (.rela.text*): vmlinux must be linked with --emit-relocs, as x86_64 vmlinux normally is");
+				      "no relocations for the code (.rela.text*): vmlinux must be linked with --emit-relocs, as x86_64 vmlinux normally is");
 
 	if (vm->ehdr.e_shoff > vm->image_size ||
 	    vm->shnum > (vm->image_size - vm->ehdr.e_shoff) / sizeof(Elf64_Shdr))
 		return fgk__error_new(FGK_ERR_ELF, vm->path,
-				     "corrupt ELF: the section header table is outside the file");
+				      "corrupt ELF: the section header table is outside the file");
 	r.sh = malloc(vm->shnum * sizeof(*r.sh));
 	r.delta = calloc(vm->shnum, sizeof(*r.delta));
 	r.chunk = malloc(RELA_CHUNK * sizeof(*r.chunk));
@@ -903,8 +903,8 @@ static struct fgk_error *same_file(struct fgk_vmlinux *vm, const char *out)
 	if (fstat(vm->fd, &a) == 0 && stat(out, &b) == 0 &&
 	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
 		return fgk__error_new(FGK_ERR_INVALID, out,
-				     "is the input vmlinux %s: refusing to overwrite it",
-				     vm->path);
+				      "is the input vmlinux %s: refusing to overwrite it",
+				      vm->path);
 	return NULL;
 }
 

@@ -128,8 +128,8 @@ struct fgk_error *fgk_rng_below(struct fgk_rng *rng, uint64_t m, uint32_t *ret)
 
 	if (m < 1 || m > (UINT64_C(1) << 32))
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "below(%llu): bound out of range",
-				     (unsigned long long)m);
+				      "below(%llu): bound out of range",
+				      (unsigned long long)m);
 	/* (2^32 - m) mod m, computed in 64 bits so that m = 2^32 works. */
 	threshold = (uint32_t)(((UINT64_C(1) << 32) - m) % m);
 	for (;;) {
@@ -165,7 +165,7 @@ struct fgk_error *fgk_permutation(const struct fgk_seed *seed,
 
 	if (n > UINT32_MAX)
 		return fgk__error_new(FGK_ERR_INVALID, NULL,
-				     "too many sections (%zu)", n);
+				      "too many sections (%zu)", n);
 	for (size_t i = 0; i < n; i++)
 		order[i] = (uint32_t)i;
 	if (n <= 1)

@@ -34,18 +34,18 @@ struct fgk_error *fgk_seed_parse(const char *text, struct fgk_seed *seed)
 	len = (size_t)(end - p);
 	if (len == 8 && !strncmp(p, "disabled", 8))
 		return fgk__error_new(FGK_ERR_SEED, NULL,
-				     "seed is 'disabled': the kernel did not shuffle (boot in link order)");
+				      "seed is 'disabled': the kernel did not shuffle (boot in link order)");
 	for (size_t i = 0; i < len; i++) {
 		if (hexval((unsigned char)p[i]) < 0)
 			return fgk__error_new(FGK_ERR_SEED, NULL,
-					     "seed: non-hex character '%c' at position %zu (want exactly %d hex digits)",
-					     isprint((unsigned char)p[i]) ? p[i] : '?',
-					     i + 1, FGK_SEED_HEX_LEN);
+					      "seed: non-hex character '%c' at position %zu (want exactly %d hex digits)",
+					      isprint((unsigned char)p[i]) ? p[i] : '?',
+					      i + 1, FGK_SEED_HEX_LEN);
 	}
 	if (len != FGK_SEED_HEX_LEN)
 		return fgk__error_new(FGK_ERR_SEED, NULL,
-				     "seed: %zu hex digits, want exactly %d",
-				     len, FGK_SEED_HEX_LEN);
+				      "seed: %zu hex digits, want exactly %d",
+				      len, FGK_SEED_HEX_LEN);
 	for (size_t i = 0; i < FGK_SEED_SIZE; i++)
 		seed->bytes[i] = (uint8_t)(hexval((unsigned char)p[2 * i]) << 4 |
 					   hexval((unsigned char)p[2 * i + 1]));

@@ -277,8 +277,8 @@ static bool is_text_symbol(const struct fgk__symbol *s, const char *name,
 }
 
 static const struct fgk__symbol *text_symbol(struct fgk_vmlinux *vm,
-					   const char *name, size_t len,
-					   uint64_t size)
+					     const char *name, size_t len,
+					     uint64_t size)
 {
 	const struct fgk__symbol *first = NULL, *fits = NULL;
 
@@ -324,8 +324,8 @@ static struct fgk_error *check_size(struct fgk_vmlinux *vm, const char *name,
 	if (least == UINT64_MAX)
 		return NULL;
 	return fgk__error_new(FGK_ERR_BUILD_ID, vm->path,
-			     "%.*s is 0x%" PRIx64 " bytes here, only 0x%" PRIx64 " in the trace: the trace is of another kernel build",
-			     (int)len, name, least, size);
+			      "%.*s is 0x%" PRIx64 " bytes here, only 0x%" PRIx64 " in the trace: the trace is of another kernel build",
+			      (int)len, name, least, size);
 }
 
 /*
@@ -797,8 +797,8 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 		return &fgk_enomem;
 	if (blen && kbid && (strlen(kbid) != blen || strncasecmp(kbid, bid, blen)))
 		return fgk__error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
-				     "build-id %s, but the trace's module %.*s has %.*s (another build of the module)",
-				     kbid, (int)nlen, name, (int)blen, bid);
+				      "build-id %s, but the trace's module %.*s has %.*s (another build of the module)",
+				      kbid, (int)nlen, name, (int)blen, bid);
 	err = fgk_module_symbol(m, fn, fnlen, size, &ms);
 	if (err) {
 		fgk_error_free(err);
@@ -813,8 +813,8 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 	 */
 	if (size && ms.size > size)
 		return fgk__error_new(FGK_ERR_BUILD_ID, fgk_module_path(m),
-				     "%.*s is 0x%" PRIx64 " bytes in this .ko, only 0x%" PRIx64 " in the trace (another build of the module)",
-				     (int)fnlen, fn, ms.size, size);
+				      "%.*s is 0x%" PRIx64 " bytes in this .ko, only 0x%" PRIx64 " in the trace (another build of the module)",
+				      (int)fnlen, fn, ms.size, size);
 	if (fr) {
 		fr->has_link = true;
 		fr->link = ms.value + off;
@@ -937,10 +937,10 @@ static struct fgk_error *check_capture_layout(struct fgk_symbolizer *s,
 				have_base = true;
 			} else if (s->msecs[i].addr != base + e->offset) {
 				err = fgk__error_new(FGK_ERR_BUILD_ID, path,
-						    "module %s: %s at 0x%" PRIx64 ", but the seed's layout (docs/layout-spec.md section 8) puts it at 0x%" PRIx64 ": the capture is of another seed or another build of %s",
-						    fgk_module_name(m), e->name,
-						    s->msecs[i].addr, base + e->offset,
-						    fgk_module_path(m));
+						     "module %s: %s at 0x%" PRIx64 ", but the seed's layout (docs/layout-spec.md section 8) puts it at 0x%" PRIx64 ": the capture is of another seed or another build of %s",
+						     fgk_module_name(m), e->name,
+						     s->msecs[i].addr, base + e->offset,
+						     fgk_module_path(m));
 			}
 			break;
 		}
@@ -977,23 +977,23 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 			continue;
 		if (!capture_line(l, &mod, &sec, &addr)) {
 			err = fgk__error_new(FGK_ERR_INVALID, path,
-					    "line %zu: not \"MOD/sections/SECTION:0xADDR\" nor \"MOD SECTION 0xADDR\"",
-					    lineno);
+					     "line %zu: not \"MOD/sections/SECTION:0xADDR\" nor \"MOD SECTION 0xADDR\"",
+					     lineno);
 			break;
 		}
 		err = get_module(s, mod, strlen(mod), NULL, 0, &m);
 		if (!err && !m)
 			err = fgk__error_new(FGK_ERR_LOOKUP, path,
-					    "line %zu: module %s: no %s.ko under the module directories (--modules)",
-					    lineno, mod, mod);
+					     "line %zu: module %s: no %s.ko under the module directories (--modules)",
+					     lineno, mod, mod);
 		if (err)
 			break;
 		err = fgk_module_section(m, sec, &si);
 		if (err) {
 			fgk_error_free(err);
 			err = fgk__error_new(FGK_ERR_BUILD_ID, path,
-					    "line %zu: %s has no section %s (the capture is of another build of %s)",
-					    lineno, fgk_module_path(m), sec, mod);
+					     "line %zu: %s has no section %s (the capture is of another build of %s)",
+					     lineno, fgk_module_path(m), sec, mod);
 			break;
 		}
 		if (!(si.flags & SHF_ALLOC) || !si.size)
@@ -1011,7 +1011,7 @@ struct fgk_error *fgk_symbolizer_module_sections(struct fgk_symbolizer *s,
 	free(copy);
 	if (!err && s->nmsecs > first && !nonzero)
 		err = fgk__error_new(FGK_ERR_INVALID, path,
-				    "every address is 0: /sys/module/*/sections hides them from users other than root; capture it as root");
+				     "every address is 0: /sys/module/*/sections hides them from users other than root; capture it as root");
 	/* a layout rebuilt from kallsyms has no seed to compute §8 with */
 	for (size_t i = 0; !err && s->l && !s->l->seedless && i < s->nmods; i++) {
 		bool captured = false;
@@ -1062,9 +1062,9 @@ static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
 		at.size = 0;
 	}
 	return fgk__error_new(FGK_ERR_BUILD_ID, fgk_vmlinux_path(s->vm),
-			     "the trace names %.16s %.*s, but with this vmlinux, %s and base offset 0x%" PRIx64 " (from %s) it is %s+0x%" PRIx64 "/0x%" PRIx64 ": they are not the ones the kernel ran with",
-			     p, (int)m, q, s->l ? "seed" : "no seed", s->offset,
-			     s->offset_source, at.name, link - at.addr, at.size);
+			      "the trace names %.16s %.*s, but with this vmlinux, %s and base offset 0x%" PRIx64 " (from %s) it is %s+0x%" PRIx64 "/0x%" PRIx64 ": they are not the ones the kernel ran with",
+			      p, (int)m, q, s->l ? "seed" : "no seed", s->offset,
+			      s->offset_source, at.name, link - at.addr, at.size);
 }
 
 struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,

@@ -89,7 +89,7 @@ const struct fgk__symbol *fgk__find_symbol(struct fgk_vmlinux *vm, const char *n
  * labels), which is the least size a trace can print for it.
  */
 uint64_t fgk__symbol_extent(struct fgk_vmlinux *vm, const struct fgk__symbol *s,
-			  bool sized_too)
+			    bool sized_too)
 {
 	const GElf_Shdr *sh;
 	uint64_t end;
@@ -154,7 +154,7 @@ struct fgk_error *fgk_symbol_lookup(struct fgk_vmlinux *vm, const char *name,
 	s = fgk__find_symbol(vm, name);
 	if (!s)
 		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
-				     "no symbol '%s'", name);
+				      "no symbol '%s'", name);
 	fill(vm, s, ret);
 	return NULL;
 }
@@ -268,8 +268,8 @@ struct fgk_error *fgk_symbol_at(struct fgk_vmlinux *vm, uint64_t addr,
 	}
 	if (!best)
 		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
-				     "no symbol at or below 0x%016llx",
-				     (unsigned long long)addr);
+				      "no symbol at or below 0x%016llx",
+				      (unsigned long long)addr);
 	fill(vm, best, ret);
 	return NULL;
 }

@@ -129,7 +129,7 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 		return &fgk_enomem;
 	if (strlen(info->raw) != (size_t)(end - text))
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "VMCOREINFO contains NUL bytes: corrupt dump");
+				      "VMCOREINFO contains NUL bytes: corrupt dump");
 	while (p < end) {
 		const char *eol = memchr(p, '\n', end - p), *eq;
 		size_t klen, vlen;
@@ -154,15 +154,15 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 			goto next;
 		if (seen[key])
 			return fgk__error_new(FGK_ERR_VMCORE, path,
-					     "VMCOREINFO: %s= appears twice: corrupt or tampered dump",
-					     keys[key]);
+					      "VMCOREINFO: %s= appears twice: corrupt or tampered dump",
+					      keys[key]);
 		seen[key] = true;
 		switch (key) {
 		case K_OSRELEASE:
 			for (size_t i = 0; i < vlen; i++)
 				if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
 					return fgk__error_new(FGK_ERR_VMCORE, path,
-							     "VMCOREINFO: OSRELEASE= contains control characters");
+							      "VMCOREINFO: OSRELEASE= contains control characters");
 			info->osrelease = strndup(v, vlen);
 			if (!info->osrelease)
 				return &fgk_enomem;
@@ -170,8 +170,8 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 		case K_BUILD_ID:
 			if (!vlen || vlen > 128 || vlen % 2 || !all_hex(v, vlen))
 				return fgk__error_new(FGK_ERR_VMCORE, path,
-						     "VMCOREINFO: bad BUILD-ID=%.*s (want hex bytes)",
-						     (int)(vlen > 80 ? 80 : vlen), v);
+						      "VMCOREINFO: bad BUILD-ID=%.*s (want hex bytes)",
+						      (int)(vlen > 80 ? 80 : vlen), v);
 			info->build_id = lower_dup(v, vlen);
 			if (!info->build_id)
 				return &fgk_enomem;
@@ -180,8 +180,8 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 			/* what the kernel prints: %lx, 1 to 16 hex digits */
 			if (!vlen || vlen > 16 || !all_hex(v, vlen))
 				return fgk__error_new(FGK_ERR_VMCORE, path,
-						     "VMCOREINFO: bad KERNELOFFSET=%.*s (want 1 to 16 hex digits)",
-						     (int)(vlen > 80 ? 80 : vlen), v);
+						      "VMCOREINFO: bad KERNELOFFSET=%.*s (want 1 to 16 hex digits)",
+						      (int)(vlen > 80 ? 80 : vlen), v);
 			info->offset = 0;
 			for (size_t i = 0; i < vlen; i++) {
 				int c = tolower((unsigned char)v[i]);
@@ -201,8 +201,8 @@ static struct fgk_error *vmcoreinfo_parse(const char *text, size_t len,
 			}
 			if (vlen != FGK_SEED_HEX_LEN || !all_hex(v, vlen))
 				return fgk__error_new(FGK_ERR_VMCORE, path,
-						     "VMCOREINFO: bad FGKASLR_SEED=%.*s (want 64 hex digits or 'disabled')",
-						     (int)(vlen > 80 ? 80 : vlen), v);
+						      "VMCOREINFO: bad FGKASLR_SEED=%.*s (want 64 hex digits or 'disabled')",
+						      (int)(vlen > 80 ? 80 : vlen), v);
 			memcpy(buf, v, vlen);
 			buf[vlen] = '\0';
 			err = fgk_seed_parse(buf, &info->seed);
@@ -236,20 +236,20 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return fgk__error_libelf(FGK_ERR_VMCORE, path,
-					"not a readable ELF core");
+					 "not a readable ELF core");
 	if (!gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &phnum) < 0) {
 		err = fgk__error_libelf(FGK_ERR_VMCORE, path, "corrupt ELF header");
 		goto out;
 	}
 	if (ehdr.e_type != ET_CORE) {
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    "an ELF file but not a core dump (e_type %u): give the dump, not vmlinux",
-				    ehdr.e_type);
+				     "an ELF file but not a core dump (e_type %u): give the dump, not vmlinux",
+				     ehdr.e_type);
 		goto out;
 	}
 	if (!phnum) {
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    "ELF core without program headers: corrupt dump");
+				     "ELF core without program headers: corrupt dump");
 		goto out;
 	}
 	/* truncation: every segment's file bytes must be present */
@@ -258,13 +258,13 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 
 		if (!gelf_getphdr(elf, i, &ph)) {
 			err = fgk__error_libelf(FGK_ERR_VMCORE, path,
-					       "truncated or corrupt dump: program header %zu unreadable",
-					       i);
+						"truncated or corrupt dump: program header %zu unreadable",
+						i);
 			goto out;
 		}
 		if (ph.p_offset + ph.p_filesz < ph.p_offset) {
 			err = fgk__error_new(FGK_ERR_VMCORE, path,
-					    "program header %zu: bad size", i);
+					     "program header %zu: bad size", i);
 			goto out;
 		}
 		if (ph.p_offset + ph.p_filesz > need)
@@ -272,8 +272,8 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 	}
 	if (need > (uint64_t)fsize) {
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    "truncated dump: %lld bytes, its program headers need %llu",
-				    (long long)fsize, (unsigned long long)need);
+				     "truncated dump: %lld bytes, its program headers need %llu",
+				     (long long)fsize, (unsigned long long)need);
 		goto out;
 	}
 	for (size_t i = 0; i < phnum && !found && !err; i++) {
@@ -287,7 +287,7 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 		d = elf_getdata_rawchunk(elf, ph.p_offset, ph.p_filesz, ELF_T_NHDR);
 		if (!d) {
 			err = fgk__error_libelf(FGK_ERR_VMCORE, path,
-					       "PT_NOTE segment unreadable");
+						"PT_NOTE segment unreadable");
 			break;
 		}
 		while (off < d->d_size &&
@@ -305,7 +305,7 @@ static struct fgk_error *read_elf(const char *path, int fd, off_t fsize,
 	}
 	if (!err && !found)
 		err = fgk__error_new(FGK_ERR_NO_VMCOREINFO, path,
-				    "ELF core without a VMCOREINFO note (QEMU: -device vmcoreinfo and a guest with CONFIG_FW_CFG_SYSFS)");
+				     "ELF core without a VMCOREINFO note (QEMU: -device vmcoreinfo and a guest with CONFIG_FW_CFG_SYSFS)");
 out:
 	elf_end(elf);
 	return err;
@@ -352,7 +352,7 @@ static bool in_file(uint64_t off, uint64_t size, uint64_t fsize)
 	return off <= fsize && size <= fsize - off;
 }
 
-static struct fgk_error *pfgk__read_full(int fd, const char *path, void *buf,
+static struct fgk_error *pread_full(int fd, const char *path, void *buf,
 				    size_t len, uint64_t off)
 {
 	size_t got = 0;
@@ -366,7 +366,7 @@ static struct fgk_error *pfgk__read_full(int fd, const char *path, void *buf,
 			return fgk__error_os(errno, path, "read error");
 		if (r == 0)
 			return fgk__error_new(FGK_ERR_VMCORE, path,
-					     "truncated dump: ends inside its headers");
+					      "truncated dump: ends inside its headers");
 		got += (size_t)r;
 	}
 	return NULL;
@@ -391,7 +391,7 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 		size_t n = nbytes - done > sizeof(chunk) ? sizeof(chunk)
 							 : (size_t)(nbytes - done);
 
-		err = pfgk__read_full(fd, path, chunk, n, bm2 + done);
+		err = pread_full(fd, path, chunk, n, bm2 + done);
 		if (err)
 			return err;
 		if (done + n == nbytes && mapnr % 8)
@@ -404,17 +404,17 @@ static struct fgk_error *kdump_check_pages(const char *path, int fd,
 		return NULL;
 	if (!in_file(desc, ndump * PAGE_DESC_SIZE, fsize))
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "truncated or corrupt dump: %llu bytes, the descriptors of its %llu pages need %llu",
-				     (unsigned long long)fsize, (unsigned long long)ndump,
-				     (unsigned long long)(desc + ndump * PAGE_DESC_SIZE));
-	err = pfgk__read_full(fd, path, d, sizeof(d), desc + (ndump - 1) * PAGE_DESC_SIZE);
+				      "truncated or corrupt dump: %llu bytes, the descriptors of its %llu pages need %llu",
+				      (unsigned long long)fsize, (unsigned long long)ndump,
+				      (unsigned long long)(desc + ndump * PAGE_DESC_SIZE));
+	err = pread_full(fd, path, d, sizeof(d), desc + (ndump - 1) * PAGE_DESC_SIZE);
 	if (err)
 		return err;
 	if (!in_file(le64(d), le32(d + 8), fsize))
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "truncated or corrupt dump: %llu bytes, its last page is stored at %llu + %u",
-				     (unsigned long long)fsize, (unsigned long long)le64(d),
-				     (unsigned)le32(d + 8));
+				      "truncated or corrupt dump: %llu bytes, its last page is stored at %llu + %u",
+				      (unsigned long long)fsize, (unsigned long long)le64(d),
+				      (unsigned)le32(d + 8));
 	return NULL;
 }
 
@@ -440,9 +440,9 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 	*rawlen = 0;
 	if (fsize < DDH_SIZE)
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "truncated dump: %llu bytes, shorter than a kdump header",
-				     (unsigned long long)fsize);
-	err = pfgk__read_full(fd, path, h, sizeof(h), 0);
+				      "truncated dump: %llu bytes, shorter than a kdump header",
+				      (unsigned long long)fsize);
+	err = pread_full(fd, path, h, sizeof(h), 0);
 	if (err)
 		return err;
 	version = (int32_t)le32(h + DDH_VERSION);
@@ -464,9 +464,9 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 	data = (1 + sub + bitmap) * bs;		/* < 2^53: no overflow */
 	if (data > fsize)
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "truncated or corrupt dump: %llu bytes, its headers and bitmaps need %llu",
-				     (unsigned long long)fsize,
-				     (unsigned long long)data);
+				      "truncated or corrupt dump: %llu bytes, its headers and bitmaps need %llu",
+				      (unsigned long long)fsize,
+				      (unsigned long long)data);
 	if (sub) {
 		shlen = version >= 6 ? KSH_SIZE : version >= 5 ? KSH_ERASE_SIZE + 8 :
 			version >= 4 ? KSH_NOTE_SIZE + 8 : version >= 3 ? KSH_VMCI_SIZE + 8 : 0;
@@ -475,7 +475,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 					  (unsigned long long)(sub * bs));
 		memset(sh, 0, sizeof(sh));
 		if (shlen) {
-			err = pfgk__read_full(fd, path, sh, shlen, bs);
+			err = pread_full(fd, path, sh, shlen, bs);
 			if (err)
 				return err;
 		}
@@ -517,7 +517,7 @@ static struct fgk_error *kdump_check_header(const char *path, int fd,
 
 			if (!b)
 				return &fgk_enomem;
-			err = pfgk__read_full(fd, path, b, vs, vo);
+			err = pread_full(fd, path, b, vs, vo);
 			if (err) {
 				free(b);
 				return err;
@@ -555,8 +555,8 @@ static struct fgk_error *kdump_check_tail(const char *path, kdump_ctx_t *ctx)
 		if (st == KDUMP_ERR_NODATA)
 			continue;
 		return fgk__error_libkdumpfile(ctx, path,
-					      "truncated or corrupt dump: page %#llx unreadable",
-					      (unsigned long long)pfn);
+					       "truncated or corrupt dump: page %#llx unreadable",
+					       (unsigned long long)pfn);
 	}
 	return NULL;
 }
@@ -645,15 +645,15 @@ static struct fgk_error *kdump_isolated(const char *path, int fd, char **raw,
 		buf = NULL;
 		if (WIFSIGNALED(wstatus))
 			return fgk__error_new(FGK_ERR_VMCORE, path,
-					     "corrupt dump: libkdumpfile could not read it (killed by signal %d)",
-					     WTERMSIG(wstatus));
+					      "corrupt dump: libkdumpfile could not read it (killed by signal %d)",
+					      WTERMSIG(wstatus));
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "corrupt dump: libkdumpfile could not read it");
+				      "corrupt dump: libkdumpfile could not read it");
 	}
 	if (err) {
 		fgk_error_free(err);
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "corrupt dump: libkdumpfile could not read it");
+				      "corrupt dump: libkdumpfile could not read it");
 	}
 	*status = buf[0];
 	if (*status == KD_ERROR) {
@@ -664,7 +664,7 @@ static struct fgk_error *kdump_isolated(const char *path, int fd, char **raw,
 	if (*status != KD_OK && *status != KD_NODATA) {
 		free(buf);
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "corrupt dump: libkdumpfile could not read it");
+				      "corrupt dump: libkdumpfile could not read it");
 	}
 	if (len > 1) {
 		*raw = strdup(buf + 1);
@@ -702,7 +702,7 @@ static struct fgk_error *read_kdump(const char *path, int fd, uint64_t fsize,
 	}
 	if (!raw) {
 		err = fgk__error_new(FGK_ERR_NO_VMCOREINFO, path,
-				    "kdump file without VMCOREINFO");
+				     "kdump file without VMCOREINFO");
 		goto out;
 	}
 	err = fgk_vmcoreinfo_parse(raw, rawlen, path, info);
@@ -733,10 +733,10 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 
 	if (fgk__read_full(in, hdr, sizeof(hdr)))
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "truncated flattened kdump header");
+				      "truncated flattened kdump header");
 	if (memcmp(hdr, FLAT_SIG, sizeof(FLAT_SIG) - 1))
 		return fgk__error_new(FGK_ERR_VMCORE, path,
-				     "not a flattened kdump file");
+				      "not a flattened kdump file");
 	buf = malloc(bufsz);
 	if (!buf)
 		return &fgk_enomem;
@@ -746,8 +746,8 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 
 		if (fgk__read_full(in, rec, sizeof(rec))) {
 			err = fgk__error_new(FGK_ERR_VMCORE, path,
-					    "truncated dump: flattened stream ends after %llu records without its end marker",
-					    records);
+					     "truncated dump: flattened stream ends after %llu records without its end marker",
+					     records);
 			break;
 		}
 		off = be64toh(*(uint64_t *)memcpy(&off, rec, 8));
@@ -756,9 +756,9 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 			break;
 		if (off > limit || size > limit - off) {
 			err = fgk__error_new(FGK_ERR_VMCORE, path,
-					    "corrupt flattened record %llu (offset %lld, size %lld): beyond what a %llu-byte stream can hold",
-					    records, (long long)off, (long long)size,
-					    (unsigned long long)insize);
+					     "corrupt flattened record %llu (offset %lld, size %lld): beyond what a %llu-byte stream can hold",
+					     records, (long long)off, (long long)size,
+					     (unsigned long long)insize);
 			break;
 		}
 		if (off + size > end)
@@ -769,15 +769,15 @@ static struct fgk_error *unflatten_fd(const char *path, int in, uint64_t insize,
 
 			if (fgk__read_full(in, buf, n)) {
 				err = fgk__error_new(FGK_ERR_VMCORE, path,
-						    "truncated dump: flattened record %llu cut short",
-						    records);
+						     "truncated dump: flattened record %llu cut short",
+						     records);
 				goto out;
 			}
 			w = pwrite(out, buf, n, (off_t)off);
 			if (w != (ssize_t)n) {
 				err = fgk__error_os(w < 0 ? errno : ENOSPC, out_name,
-						   "writing the dump reassembled from %s",
-						   path);
+						    "writing the dump reassembled from %s",
+						    path);
 				goto out;
 			}
 			off += n;
@@ -806,7 +806,7 @@ struct fgk_error *fgk_vmcore_unflatten(const char *in_path, const char *out_path
 	    ost.st_ino == st.st_ino) {
 		close(in);
 		return fgk__error_new(FGK_ERR_INVALID, out_path,
-				     "is the input dump: refusing to overwrite it");
+				      "is the input dump: refusing to overwrite it");
 	}
 	err = fgk__check_output_target(out_path);
 	if (err) {
@@ -894,8 +894,8 @@ struct fgk_error *fgk_vmcore_read(const char *path, struct fgk_vmcoreinfo *info)
 		err = read_flat(path, fd, (uint64_t)st.st_size, info);
 	} else {
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    n ? "not a crash dump (neither an ELF core nor a kdump-compressed file)"
-				      : "empty file: not a crash dump");
+				     n ? "not a crash dump (neither an ELF core nor a kdump-compressed file)"
+				     : "empty file: not a crash dump");
 	}
 out:
 	close(fd);

@@ -54,16 +54,16 @@ static struct fgk_error *elf_read_phys(const char *path, int fd,
 				  (off_t)(ph.p_offset + (r[k].addr - ph.p_paddr))) !=
 			    (ssize_t)r[k].len) {
 				err = fgk__error_new(FGK_ERR_VMCORE, path,
-						    "truncated dump: physical memory 0x%llx+0x%zx is beyond the end of the file",
-						    (unsigned long long)r[k].addr,
-						    r[k].len);
+						     "truncated dump: physical memory 0x%llx+0x%zx is beyond the end of the file",
+						     (unsigned long long)r[k].addr,
+						     r[k].len);
 				goto out;
 			}
 		}
 		if (!found) {
 			err = fgk__error_new(FGK_ERR_VMCORE, path,
-					    "physical memory 0x%llx+0x%zx is not in the dump",
-					    (unsigned long long)r[k].addr, r[k].len);
+					     "physical memory 0x%llx+0x%zx is not in the dump",
+					     (unsigned long long)r[k].addr, r[k].len);
 			goto out;
 		}
 	}
@@ -122,11 +122,11 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 		if (fgk__read_full(pipefd, &code, 1) < 0 ||
 		    (code == 'O' && fgk__read_full(pipefd, r[k].buf, r[k].len) < 0))
 			err = fgk__error_new(FGK_ERR_VMCORE, path,
-					    "corrupt dump: libkdumpfile could not read it");
+					     "corrupt dump: libkdumpfile could not read it");
 		else if (code != 'O')
 			err = fgk__error_new(FGK_ERR_VMCORE, path,
-					    "physical memory 0x%llx+0x%zx is not in the dump (or not readable)",
-					    (unsigned long long)r[k].addr, r[k].len);
+					     "physical memory 0x%llx+0x%zx is not in the dump (or not readable)",
+					     (unsigned long long)r[k].addr, r[k].len);
 	}
 	close(pipefd);
 	if (err)
@@ -135,7 +135,7 @@ static struct fgk_error *kdump_read_phys(const char *path, int fd,
 		;
 	if (!err && (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0))
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    "corrupt dump: libkdumpfile could not read it");
+				     "corrupt dump: libkdumpfile could not read it");
 	return err;
 }
 
@@ -153,14 +153,14 @@ struct fgk_error *fgk__vmcore_read_phys(const char *path,
 		return err;
 	if (pread(fd, magic, sizeof(magic), 0) != (ssize_t)sizeof(magic))
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    "not a crash dump (too short)");
+				     "not a crash dump (too short)");
 	else if (!memcmp(magic, ELFMAG, SELFMAG))
 		err = elf_read_phys(path, fd, r, n);
 	else if (!memcmp(magic, KDUMP_SIG, 8))
 		err = kdump_read_phys(path, fd, r, n);
 	else
 		err = fgk__error_new(FGK_ERR_VMCORE, path,
-				    "cannot read memory of this dump: neither an ELF core nor a kdump-compressed file (unflatten a flattened one first)");
+				     "cannot read memory of this dump: neither an ELF core nor a kdump-compressed file (unflatten a flattened one first)");
 	close(fd);
 	return err;
 }

@@ -133,7 +133,7 @@ static struct fgk_error *find_fields(struct ctx *c)
 	if (!dw) {
 		close(fd);
 		return fgk__error_new(FGK_ERR_ELF, c->vmpath,
-				     "no DWARF: cannot find struct module to list the dump's modules");
+				      "no DWARF: cannot find struct module to list the dump's modules");
 	}
 	while (!all_found(c) &&
 	       dwarf_nextcu(dw, off, &next, &hsize, NULL, NULL, NULL) == 0) {
@@ -162,9 +162,9 @@ static struct fgk_error *find_fields(struct ctx *c)
 	for (int k = 0; k < NREQUIRED; k++)
 		if (c->f[k] < 0)
 			return fgk__error_new(FGK_ERR_ELF, c->vmpath,
-					     "no struct %s%s%s in its DWARF: cannot list the dump's modules",
-					     wanted[k].type, wanted[k].member ? " member " : "",
-					     wanted[k].member ? wanted[k].member : "");
+					      "no struct %s%s%s in its DWARF: cannot list the dump's modules",
+					      wanted[k].type, wanted[k].member ? " member " : "",
+					      wanted[k].member ? wanted[k].member : "");
 	return NULL;
 }
 
@@ -196,8 +196,8 @@ static struct fgk_error *v2p(struct ctx *c, uint64_t va, uint64_t *pa)
 			return err;
 		if (!(e & PTE_PRESENT))
 			return fgk__error_new(FGK_ERR_VMCORE, c->dump,
-					     "virtual address 0x%" PRIx64 " is not mapped in the dump's page tables",
-					     va);
+					      "virtual address 0x%" PRIx64 " is not mapped in the dump's page tables",
+					      va);
 		if (l == levels - 1 || ((e & PTE_PSE) && l >= levels - 3)) {
 			uint64_t mask = (1ull << sh[l]) - 1;
 
@@ -265,7 +265,7 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 	    !fgk__vmcoreinfo_number(info->raw, "NUMBER(phys_base)", 10, &c.phys_base) ||
 	    !fgk__vmcoreinfo_number(info->raw, "SYMBOL(init_top_pgt)", 16, &pgt))
 		return fgk__error_new(FGK_ERR_VMCORE, dump,
-				     "its VMCOREINFO lacks KERNELOFFSET, NUMBER(phys_base) or SYMBOL(init_top_pgt): cannot list its modules");
+				      "its VMCOREINFO lacks KERNELOFFSET, NUMBER(phys_base) or SYMBOL(init_top_pgt): cannot list its modules");
 	fgk__vmcoreinfo_number(info->raw, "NUMBER(pgtable_l5_enabled)", 10, &l5);
 	c.l5 = l5 != 0;
 	c.offset = info->offset;
@@ -273,7 +273,7 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 	list = fgk__find_symbol(vm, "modules");
 	if (!list)
 		return fgk__error_new(FGK_ERR_LOOKUP, vm->path,
-				     "no symbol 'modules': a kernel without CONFIG_MODULES?");
+				      "no symbol 'modules': a kernel without CONFIG_MODULES?");
 	err = find_fields(&c);
 	if (err)
 		return err;
@@ -287,8 +287,8 @@ struct fgk_error *fgk_vmcore_modules(struct fgk_vmlinux *vm, const char *dump,
 
 		if (cnt == MAX_MODULES) {
 			err = fgk__error_new(FGK_ERR_VMCORE, dump,
-					    "more than %d modules in its module list: corrupt dump",
-					    MAX_MODULES);
+					     "more than %d modules in its module list: corrupt dump",
+					     MAX_MODULES);
 			break;
 		}
 		nm = realloc(mods, (cnt + 1) * sizeof(*mods));

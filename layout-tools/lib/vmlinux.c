@@ -23,9 +23,9 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 	    (uint64_t)(vm->ehdr.e_shnum ? vm->ehdr.e_shnum : 1) *
 	    vm->ehdr.e_shentsize > vm->image_size - vm->ehdr.e_shoff)
 		return fgk__error_new(FGK_ERR_ELF, p,
-				     "truncated or corrupt ELF: section headers at offset %llu extend beyond the end of the file (%zu bytes)",
-				     (unsigned long long)vm->ehdr.e_shoff,
-				     vm->image_size);
+				      "truncated or corrupt ELF: section headers at offset %llu extend beyond the end of the file (%zu bytes)",
+				      (unsigned long long)vm->ehdr.e_shoff,
+				      vm->image_size);
 	if (elf_getshdrnum(vm->elf, &vm->shnum) != 0)
 		return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read the section count");
 	if (vm->shnum == 0)
@@ -34,10 +34,10 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 	    (uint64_t)vm->shnum * vm->ehdr.e_shentsize >
 	    vm->image_size - vm->ehdr.e_shoff)
 		return fgk__error_new(FGK_ERR_ELF, p,
-				     "truncated or corrupt ELF: section headers (%zu at offset %llu) extend beyond the end of the file (%zu bytes)",
-				     vm->shnum,
-				     (unsigned long long)vm->ehdr.e_shoff,
-				     vm->image_size);
+				      "truncated or corrupt ELF: section headers (%zu at offset %llu) extend beyond the end of the file (%zu bytes)",
+				      vm->shnum,
+				      (unsigned long long)vm->ehdr.e_shoff,
+				      vm->image_size);
 	if (elf_getshdrstrndx(vm->elf, &shstrndx) != 0)
 		return fgk__error_libelf(FGK_ERR_ELF, p, "cannot read the section name table index");
 	vm->secs = calloc(vm->shnum, sizeof(*vm->secs));
@@ -54,8 +54,8 @@ static struct fgk_error *load_sections(struct fgk_vmlinux *vm)
 		    (sh->sh_offset > vm->image_size ||
 		     sh->sh_size > vm->image_size - sh->sh_offset))
 			return fgk__error_new(FGK_ERR_ELF, p,
-					     "truncated or corrupt ELF: section %zu extends beyond the end of the file",
-					     i);
+					      "truncated or corrupt ELF: section %zu extends beyond the end of the file",
+					      i);
 		if (i == 0)
 			vm->secs[i].name = "";
 		else {
@@ -207,12 +207,12 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 		if (s->shndx != SHN_UNDEF && s->shndx < VM_SHN_OTHER &&
 		    s->shndx >= vm->shnum && sym.st_shndx != SHN_XINDEX)
 			return fgk__error_new(FGK_ERR_ELF, p,
-					     "corrupt ELF: symbol %zu refers to section %zu of %zu",
-					     i, s->shndx, vm->shnum);
+					      "corrupt ELF: symbol %zu refers to section %zu of %zu",
+					      i, s->shndx, vm->shnum);
 		if (sym.st_shndx == SHN_XINDEX && s->shndx >= vm->shnum)
 			return fgk__error_new(FGK_ERR_ELF, p,
-					     "corrupt ELF: symbol %zu refers to section %zu of %zu",
-					     i, s->shndx, vm->shnum);
+					      "corrupt ELF: symbol %zu refers to section %zu of %zu",
+					      i, s->shndx, vm->shnum);
 		s->nmtype = nm_type(vm, s);
 		vm->nsyms++;
 	}
@@ -231,7 +231,7 @@ static struct fgk_error *load_build_id(struct fgk_vmlinux *vm)
 		data = elf_getdata(elf_getscn(vm->elf, i), NULL);
 		if (!data)
 			return fgk__error_libelf(FGK_ERR_ELF, vm->path, "cannot read note section %s",
-						vm->secs[i].name);
+						 vm->secs[i].name);
 		while (off < data->d_size &&
 		       (next = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
 			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
@@ -311,7 +311,7 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 	if (vm->ehdr.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    vm->ehdr.e_ident[EI_DATA] != ELFDATA2LSB) {
 		err = fgk__error_new(FGK_ERR_ELF, path,
-				    "not a 64-bit little-endian ELF (x86_64 vmlinux expected)");
+				     "not a 64-bit little-endian ELF (x86_64 vmlinux expected)");
 		goto fail;
 	}
 	err = load_sections(vm);
@@ -363,7 +363,7 @@ const char *fgk_vmlinux_release(const struct fgk_vmlinux *vm)
 }
 
 const void *fgk__section_tail(struct fgk_vmlinux *vm, size_t shndx,
-			    uint64_t addr, uint64_t *avail)
+			      uint64_t addr, uint64_t *avail)
 {
 	const GElf_Shdr *sh;
 
@@ -379,7 +379,7 @@ const void *fgk__section_tail(struct fgk_vmlinux *vm, size_t shndx,
 }
 
 const void *fgk__section_bytes(struct fgk_vmlinux *vm, size_t shndx,
-			     uint64_t addr, uint64_t len)
+			       uint64_t addr, uint64_t len)
 {
 	uint64_t avail;
 	const void *p = fgk__section_tail(vm, shndx, addr, &avail);
@@ -392,6 +392,6 @@ struct fgk_error *fgk__require_symtab(struct fgk_vmlinux *vm, const char *why)
 	if (vm->syms && vm->nsyms)
 		return NULL;
 	return fgk__error_new(FGK_ERR_NO_SYMTAB, vm->path,
-			     "no symbol table (stripped vmlinux?): needed for %s; use the unstripped vmlinux from the kernel build",
-			     why);
+			      "no symbol table (stripped vmlinux?): needed for %s; use the unstripped vmlinux from the kernel build",
+			      why);
 }

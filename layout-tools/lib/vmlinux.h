@@ -44,10 +44,10 @@ struct fgk_vmlinux {
 
 /* Pointer to len bytes of section shndx at link address addr, or NULL. */
 const void *fgk__section_bytes(struct fgk_vmlinux *vm, size_t shndx,
-			     uint64_t addr, uint64_t len);
+			       uint64_t addr, uint64_t len);
 /* Bytes from addr to the end of the section (for unsized symbols). */
 const void *fgk__section_tail(struct fgk_vmlinux *vm, size_t shndx,
-			    uint64_t addr, uint64_t *avail);
+			      uint64_t addr, uint64_t *avail);
 struct fgk_error *fgk__require_symtab(struct fgk_vmlinux *vm, const char *why);
 /* The one section vmlinux.fgk has in place of the randomized ones. */
 #define FGK_FOLDED_TEXT ".text.fgkaslr"
