@@ -476,19 +476,107 @@ def ko_section_heads(ko):
     return heads
 
 
+def ko_function(ko, name):
+    """(section, offset in it, size) of the function `name` of a .ko."""
+    out = output("readelf", "-sW", "-SW", ko)
+    names = {m.group(1): m.group(2)
+             for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.M)}
+    for f in (line.split() for line in out.splitlines()):
+        if len(f) == 8 and f[0].endswith(":") and f[3] == "FUNC" and f[7] == name:
+            return names[f[6]], int(f[1], 16), int(f[2], 0)
+    raise AssertionError(f"no function {name} in {ko}")
+
+
+def ko_addr2line(ko, section, off):
+    """(file, line) addr2line gives for offset `off` of `section` of a .ko."""
+    out = output("addr2line", "-e", ko, "-j", section, f"{off:#x}").strip()
+    f, _, line = out.rpartition(":")
+    return f, int(line.split()[0])
+
+
 @pytest.mark.k612
-def test_module_symbols(tmp_path):
-    """A module inserted after attach: the do_init_module hook loads its .ko
-    with every section's address; gdb then names the function at the start
-    of each of its code sections and its init function."""
-    fg = require_fg(nofg_ok=True)
+def test_module_dwarf_with_placed_sections(tmp_path):
+    """gdb relocates a .ko's DWARF to the addresses add-symbol-file gives
+    only when no section of the .ko has an address of its own; Linux 6.12's
+    scripts/module.lds.S gives __patchable_function_entries and .data none,
+    so `ld -r` leaves them at the location counter.  fgk-gdb then loads a
+    copy with addresses 0: `p &FUNC`, `info line` and `break FUNC` of each
+    shuffled function land in the section given, where addr2line -j puts
+    its lines.  A .ko without placed sections (6.1's) gets a placed .data
+    from objcopy, as 6.12's are built."""
+    if not shutil.which("gdb"):
+        pytest.skip("gdb not installed")
+    ko = module_ko_under_test()
+    placed = [n for n, (_, addr, _) in readelf_sections(ko).items() if addr]
+    if not placed:
+        orig, ko = ko, tmp_path / ko.name
+        subprocess.run(["objcopy", "--change-section-address", ".data=0x88", str(orig),
+                        str(ko)], check=True)
+        placed = [".data"]
+    # every allocated section somewhere else, as the module loader does
+    out = output("readelf", "-SW", ko)
+    secs, addr = {}, 0xffffffffc0100000
+    for m in re.finditer(r"^\s*\[\s*\d+\]\s+(\S+)\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+"
+                         r"([0-9a-f]+)\s+[0-9a-f]+\s+(\w*)", out, re.M):
+        if "A" in m.group(3) and int(m.group(2), 16):
+            secs[m.group(1)] = addr
+            addr += (int(m.group(2), 16) + 0xfff) & ~0xfff
+    funcs = [f for f in ("fgk_test_leaf", "fgk_test_fire", "fgk_test_oops")
+             if ko.name == "fgk_test.ko"] or ["init_module"]
+    where = {f: ko_function(ko, f) for f in funcs}
+    script = tmp_path / "load.py"
+    script.write_text(
+        "import gdb\nfrom fgkgdb import core, modules\n"
+        f"path, note = modules.gdb_loadable_ko({str(ko)!r})\n"
+        "print('NOTE', note)\n"
+        f"gdb.execute(core.add_symbol_file_command(path, {secs!r}), to_string=True)\n")
+    cmds = [f"source {LOADER}", "set confirm off", f"source {script}"]
+    for f in funcs:
+        sect, off, _ = where[f]
+        cmds += [f"echo ==== {f}\\n", f"p &{f}",
+                 f"info line *{secs[sect] + off + 4:#x}", f"break {f}"]
+    r = gdb(*cmds, timeout=120)
+    assert "Python Exception" not in r.stderr, r.stderr
+    assert re.search(r"^NOTE sections %s had an address in the \.ko: gdb reads a copy with "
+                     r"address 0 \(/" % re.escape(", ".join(placed)), r.stdout, re.M), r.stdout
+    for f in funcs:
+        sect, off, size = where[f]
+        start = secs[sect] + off
+        chunk = r.stdout.split(f"==== {f}\n", 1)[1].split("====", 1)[0]
+        # p &FUNC: the function's DWARF address in the section given
+        assert re.search(rf"^\$\d+ = \(.*\) {start:#x} <{f}>$", chunk, re.M), (f, hex(start))
+        # info line: the line addr2line -j gives at that offset of the section
+        m = re.search(r'^Line (\d+) of "([^"]+)"', chunk, re.M)
+        assert m, (f, chunk)
+        afile, aline = ko_addr2line(ko, sect, off + 4)
+        assert afile.endswith(m.group(2)) and int(m.group(1)) == aline, (f, m.groups(), afile,
+                                                                         aline)
+        # break FUNC: after its prologue, inside it
+        m = re.search(r"^Breakpoint \d+ at (0x[0-9a-f]+): file ", chunk, re.M)
+        assert m and start <= int(m.group(1), 16) < start + size, (f, hex(start), chunk)
+
+
+def module_ko_under_test():
+    """fgk_test.ko (the series' test module: shuffled functions, a call
+    chain its init runs through), else the first module the kernel built."""
     kos = sorted((KERNEL_DIR / "modules").rglob("*.ko")) if (KERNEL_DIR / "modules").is_dir() \
         else []
     if not kos:
         reason = f"the kernel builds no modules (no .ko under {KERNEL_NAME}/modules)"
         print(reason)
         pytest.skip(reason)
-    ko = kos[0]
+    return next((k for k in kos if k.name == "fgk_test.ko"), kos[0])
+
+
+@pytest.mark.k612
+def test_module_symbols(tmp_path):
+    """A module inserted after attach: the do_init_module hook loads its .ko
+    with every section's address; gdb then names the function at the start
+    of each of its code sections and its init function, and (fgk_test.ko)
+    a breakpoint in a shuffled function its init calls stops there, with
+    the module's frames and lines in bt."""
+    fg = require_fg(nofg_ok=True)
+    ko = module_ko_under_test()
     modname = ko.name[:-3].replace("-", "_")
     (tmp_path / "sects.py").write_text(SECTS_PY)
     script = ("echo READY > /dev/console\n"
@@ -500,9 +588,12 @@ def test_module_symbols(tmp_path):
     g.start()
     try:
         assert g.wait_for_console("READY", timeout=600), "guest did not come up"
+        # fgk_test's init runs fgk_test_unwind -> _top -> _mid -> _leaf
+        leaf = ["break fgk_test_leaf", "continue", "p/x $pc", "bt", "info line *$pc",
+                "p &fgk_test_leaf"] if ko.name == "fgk_test.ko" else []
         r = gdb(*attach_cmds(port, "--vmlinux", VMLINUX), "break do_init_module",
                 "continue", f"source {tmp_path / 'sects.py'}", "fgk info", "fgk modules",
-                "delete", "detach")
+                "delete", *leaf, "delete", "detach")
     finally:
         g.kill()
     out = r.stdout
@@ -528,6 +619,29 @@ def test_module_symbols(tmp_path):
         assert seen == len(code) and len(code) > 1, (seen, code)
     assert re.search(r"^fgk: modules: 1 loaded$", out, re.M)         # fgk modules
     print(f"module {modname}: {seen} code sections named right")
+    if ko.name != "fgk_test.ko":
+        return
+    # the breakpoint by name in a shuffled module function: its section's
+    # address in the guest + the function's offset in it, the lines
+    # addr2line -j gives there, the module's callers with file:line
+    sect, off, size = ko_function(ko, "fgk_test_leaf")
+    base = int(re.search(rf"^SECT {re.escape(sect)} (0x[0-9a-f]+) ", out, re.M).group(1), 16)
+    assert re.search(rf"^\$\d+ = \(.*\) {base + off:#x} <fgk_test_leaf>$", out, re.M), out
+    assert re.search(r"^(?:Thread \d+ hit )?Breakpoint \d+, (?:0x[0-9a-f]+ in )?"
+                     r"fgk_test_leaf \(", out, re.M), out
+    pc = int(re.search(r"^\$\d+ = (0x[0-9a-f]+)$", out, re.M).group(1), 16)
+    assert base + off < pc < base + off + size, (hex(pc), hex(base + off))
+    m = re.search(r'^Line (\d+) of "([^"]+)"', out, re.M)
+    afile, aline = ko_addr2line(ko, sect, pc - base)
+    assert m and afile.endswith(m.group(2)) and int(m.group(1)) == aline, \
+        (m and m.groups(), afile, aline)
+    frames = re.findall(r"^#\d+\s+(?:0x[0-9a-f]+ in )?(\w+) \(.*\) at (\S+):(\d+)$", out, re.M)
+    names = [f[0] for f in frames]
+    assert names[:4] == ["fgk_test_leaf", "fgk_test_mid", "fgk_test_top", "fgk_test_unwind"], \
+        frames
+    assert all(f[1].endswith("test_fgkaslr_module.c") for f in frames[:4]), frames
+    # on through the init text into the kernel that called it
+    assert {"fgk_test_init", "do_one_initcall"} <= set(names), frames
 
 
 def test_attach_unshuffled_boot(tmp_path):

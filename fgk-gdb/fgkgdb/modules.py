@@ -3,16 +3,22 @@ the do_init_module breakpoint) and `fgk modules`."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import subprocess
+import tempfile
 
 import gdb
 
 from . import core
 from .core import FgkError
 from .guest import check_connected, read_guest
-from .state import STATE, _ko_cache, _ko_fetched, _run, say
+from .state import STATE, _ko_cache, _ko_fetched, _run, elf, say
 
 _MODULE_BP = None           # the do_init_module breakpoint
+_ZEROED = {}                # (.ko, mtime, size) -> (path gdb loads, note)
+_ZERO_DIR = None            # this gdb's private directory of those copies
 
 
 def module_roots(vmlinux):
@@ -92,6 +98,60 @@ def fetch_ko(mod, name):
     return hit
 
 
+def _zero_dir():
+    global _ZERO_DIR
+    if _ZERO_DIR is None or not os.path.isdir(_ZERO_DIR):
+        _ZERO_DIR = tempfile.mkdtemp(prefix="fgk-gdb-ko-")
+        atexit.register(shutil.rmtree, _ZERO_DIR, True)
+    return _ZERO_DIR
+
+
+def gdb_loadable_ko(ko):
+    """(file to give add-symbol-file, note or None).
+
+    gdb places a relocatable file's sections itself and relocates its DWARF
+    with those addresses only when every section of the file has address 0
+    (gdb's symfile.c, default_symfile_offsets: "skip this step if the
+    relocatable file has a section with an assigned VMA").  Otherwise
+    every DWARF address stays an offset in its own section plus .text's
+    address: functions, lines and breakpoints by name land at
+    0x10-and-so-on while the ELF symbols are right.  Linux 6.12's
+    scripts/module.lds.S gives __patchable_function_entries and .data no
+    address (every other output section has "0"), so `ld -r` leaves them at
+    the location counter (0x10 and 0x88 in fgk_test.ko); upstream fixed it
+    in 4afc71bba8b7 ("module.lds,codetag: force 0 sh_addr for sections").
+    Such a .ko is loaded as a copy with those addresses 0 (objcopy
+    --change-section-address), made once per gdb session; the note comes
+    with the first load only."""
+    st = os.stat(ko)
+    key = (os.path.realpath(ko), st.st_mtime_ns, st.st_size)
+    hit = _ZEROED.get(key)
+    if hit and os.path.isfile(hit[0]):
+        return hit[0], None
+    placed = [s.name for s in elf(ko).sections() if s.addr]
+    if not placed:
+        hit = (ko, None)
+    elif not shutil.which("objcopy"):
+        hit = (ko, f"sections {', '.join(placed)} have an address in the .ko, and gdb then "
+                   "leaves its DWARF unrelocated (wrong lines and breakpoints by name); "
+                   "install objcopy (binutils) to load a copy with address 0")
+    else:
+        out = os.path.join(_zero_dir(), f"{len(_ZEROED)}-{os.path.basename(ko)}")
+        args = ["objcopy"]
+        for name in placed:
+            args += ["--change-section-address", f"{name}=0"]
+        r = subprocess.run(args + [ko, out], capture_output=True, text=True)
+        if r.returncode != 0:
+            err = (r.stderr.strip().splitlines() or ["failed"])[-1]
+            hit = (ko, f"objcopy could not give {', '.join(placed)} address 0 ({err}): "
+                       "its DWARF stays unrelocated")
+        else:
+            hit = (out, f"sections {', '.join(placed)} had an address in the .ko: "
+                        f"gdb reads a copy with address 0 ({out})")
+    _ZEROED[key] = hit
+    return hit
+
+
 def load_module(mod, vmlinux, quiet=False):
     name = mod["name"].string()
     secs = module_sections(mod)
@@ -110,7 +170,8 @@ def load_module(mod, vmlinux, quiet=False):
             say(f"module {name}: no {name}.ko under {', '.join(module_roots(vmlinux))} "
                 "(set FGK_MODULE_PATH)")
         return False
-    cmd = core.add_symbol_file_command(ko, secs)
+    loadable, note = gdb_loadable_ko(ko)
+    cmd = core.add_symbol_file_command(loadable, secs)
     confirm = gdb.parameter("confirm")
     gdb.execute("set confirm off")
     try:
@@ -121,6 +182,8 @@ def load_module(mod, vmlinux, quiet=False):
     STATE.modules[name] = (ko, sum(1 for a in secs.values() if a))
     if not quiet:
         say(f"module {name}: {ko} ({STATE.modules[name][1]} sections)")
+        if note:
+            say(f"module {name}: {note}")
     return True
 
 
