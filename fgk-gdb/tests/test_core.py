@@ -524,12 +524,15 @@ def test_scan_build_id_not_found_and_bounded():
     assert res.note is None and res.scanned == 0
 
 
+@pytest.mark.k612
 def test_scan_build_id_on_the_kernel_image():
     """The built vmlinux's loaded image, from asm_exc_divide_error on, as it
-    is in memory: its own build-id, past the vDSO's."""
-    vmlinux = HERE.parent.parent / "build" / "kernel" / "vmlinux"
+    is in memory: its own build-id, past the vDSO's (the kernel under test:
+    build/kernel, or $KVERSION's)."""
+    from fgkbase import KERNEL_DIR, KERNEL_NAME
+    vmlinux = KERNEL_DIR / "vmlinux"
     if not vmlinux.is_file():
-        pytest.skip("build/kernel/vmlinux missing: run 'make kernel'")
+        pytest.skip(f"{KERNEL_NAME}/vmlinux missing: run 'make kernel'")
     from elftools.elf.elffile import ELFFile
     with libfgk.Vmlinux(vmlinux) as vm:
         want = vm.build_id
