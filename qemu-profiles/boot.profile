@@ -12,6 +12,9 @@
 #   HOLD          yes: without --init, keep the guest up after the default
 #                 script (for gdb)
 #   TIMEOUT       default --timeout in seconds (0: none)
+#   KDUMP         yes: a real kdump (fgkkdump.py): the runner loads a capture
+#                 kernel before the script, which then crashes the guest, and
+#                 --dump-dir DIR receives the capture's makedumpfile files
 DESCRIPTION=random layout, base KASLR on
 APPEND=
 TIMEOUT=120

@@ -8,6 +8,12 @@ libraries it needs, and a script that saves /proc/vmcore with
 onto the virtio disk the runner attached.  The runner reads the archive back
 (read_capture_disk).
 
+From the command line: `qemu-profiles/run kdump --dump-dir DIR --init
+SCRIPT` (kdump_guest, collect): the runner loads the capture kernel before
+SCRIPT runs (KEXEC_LOAD; SCRIPT then crashes the guest, by default
+`echo c > /proc/sysrq-trigger`) and leaves vmcore.kdump-c and
+vmcore.kdump-l in DIR.
+
 kexec is taken out of Debian's kexec-tools package (`make deps` downloads
 and unpacks it under build/guest-tools) rather than installed: installing
 kexec-tools enables its kexec-load service on this machine, which would
@@ -17,17 +23,28 @@ load a kernel into the host's own kernel at its next reboot.
 from __future__ import annotations
 
 import io
+import re
 import subprocess
 import tarfile
 from pathlib import Path
 
-from fgkbase import BUILD, UsageError
+from fgkbase import BUILD, DEFAULT_KERNEL, UsageError, private_dir
 from fgkinitramfs import base_initramfs, overlay_archive
 
 GUEST_TOOLS = BUILD / "guest-tools"
 KEXEC = GUEST_TOOLS / "kexec-tools" / "sbin" / "kexec"
 MAKEDUMPFILE = Path("/usr/bin/makedumpfile")
 DISK_SIZE = 512 << 20
+
+# The first kernel's script starts with this: the same bzImage as capture
+# kernel, one CPU, devices reset, panic=-1 so that a failing capture ends.
+KEXEC_LOAD = r"""
+kexec -p /fgk/bzImage --initrd=/fgk/capture.initrd \
+    --append="console=ttyS0 panic=-1 irqpoll nr_cpus=1 reset_devices" || exit 1
+echo "crash kernel loaded: $(cat /sys/kernel/kexec_crash_loaded)"
+"""
+CRASH_SCRIPT = "echo c > /proc/sysrq-trigger\n"
+DUMPS = ("vmcore.kdump-c", "vmcore.kdump-l")
 
 CAPTURE_SCRIPT = r"""
 echo "capture kernel $(uname -r): $(head -c 120 /proc/fgkaslr_stats 2>/dev/null | tr '\n' ' ')"
@@ -40,6 +57,42 @@ tar cf /dev/vda vmcore.kdump-c vmcore.kdump-l || exit 1
 sync
 echo "capture saved"
 """
+
+
+# The first makedumpfile release whose page filtering (-d 8, user data, part
+# of -d 31) is right for a kernel from that version on, from makedumpfile's
+# own changelog ("Required for kernel X"): 6.2 put struct slab's `slabs`
+# where page.mapping is, and older releases take a slab with an odd count
+# for an anonymous page and drop it (5f17bdd, 1.7.3); 6.10 turned PG_slab
+# into a page type (bad2a7c, 1.7.6).  Dropped slab pages are task structs,
+# pids, dentries, VMAs: crash's ps, files and vm fail on such a dump.  (6.12's
+# one-type-per-page change, 72c3414 in 1.7.7, only stops 1.7.6 from leaving
+# out free pages: a bigger dump, nothing missing.)
+MAKEDUMPFILE_NEEDED = (((6, 10), (1, 7, 6)), ((6, 2), (1, 7, 3)))
+
+
+def makedumpfile_version(binary: Path = MAKEDUMPFILE):
+    """(major, minor, patch) of `makedumpfile -v`, or None."""
+    try:
+        out = subprocess.run([str(binary), "-v"], capture_output=True, text=True).stdout
+    except OSError:
+        return None
+    m = re.search(r"version (\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
+def makedumpfile_gap(release: str, binary: Path = MAKEDUMPFILE):
+    """Why `makedumpfile -d 31` of this makedumpfile loses kernel data of a
+    kernel with this release (e.g. "6.12.118"), or None when it does not."""
+    kv = tuple(int(x) for x in re.findall(r"\d+", release)[:2])
+    have = makedumpfile_version(binary)
+    for since, need in MAKEDUMPFILE_NEEDED:
+        if kv >= since and have is not None and have < need:
+            return (f"makedumpfile {'.'.join(map(str, have))} ({binary}) filters Linux "
+                    f"{release} wrongly: -d 31 drops slab pages of kernels >= "
+                    f"{'.'.join(map(str, since))} (fixed in makedumpfile "
+                    f"{'.'.join(map(str, need))}); crash's ps, files and vm miss tasks")
+    return None
 
 
 def _libraries(binary: Path, env=None) -> dict:
@@ -111,3 +164,37 @@ def read_capture_disk(path: Path, dest: Path) -> dict:
             target.chmod(0o600)
             out[m.name] = target
     return out
+
+
+def kdump_guest(profile: str = "kdump", script: str | None = None, *, dump_dir,
+                files: dict | None = None, kernel=None, extra_qemu_args=None, **kw):
+    """An fgkrun.Guest (not started) for a real kdump: KEXEC_LOAD, then
+    script (default CRASH_SCRIPT); kexec, the bzImage and the capture
+    initramfs in its initramfs; the capture disk in dump_dir (made 0700)."""
+    import fgkrun
+    first = first_kernel_files(Path(kernel) if kernel else DEFAULT_KERNEL)
+    first.update(files or {})
+    disk = private_dir(dump_dir) / "capture.img"
+    g = fgkrun.Guest(profile, KEXEC_LOAD + (script if script is not None else CRASH_SCRIPT),
+                     files=first, kernel=kernel,
+                     extra_qemu_args=[*(extra_qemu_args or []), *make_capture_disk(disk)], **kw)
+    g.capture_disk = disk
+    return g
+
+
+def collect(guest, dump_dir) -> dict:
+    """After guest.wait(): the capture's files extracted into dump_dir
+    ({name: path}), the disk image removed.  UsageError when the capture
+    kernel left nothing (the first kernel did not crash, or the capture
+    failed: its console is at the end of the run's log)."""
+    try:
+        got = read_capture_disk(guest.capture_disk, Path(dump_dir))
+    except (UsageError, tarfile.TarError):
+        got = {}        # nothing, or a half-written archive
+    finally:
+        Path(guest.capture_disk).unlink(missing_ok=True)
+    missing = [n for n in DUMPS if n not in got]
+    if missing:
+        raise UsageError(f"{guest.log_path}: the capture kernel did not save "
+                         f"{', '.join(missing)} (see the log's end)")
+    return got

@@ -27,6 +27,7 @@ class Profile:
     qmp: bool = False           # QMP unix socket (path: --qmp or default)
     timeout: float = 120.0
     hold: bool = False          # default script: keep the guest up afterwards
+    kdump: bool = False         # real kdump: capture kernel, --dump-dir (fgkkdump)
 
 
 def profile_path(name: str) -> Path:
@@ -70,6 +71,8 @@ def load_profile(name: str) -> Profile:
             prof.qmp = yes
         elif key == "HOLD":
             prof.hold = yes
+        elif key == "KDUMP":
+            prof.kdump = yes
         elif key == "TIMEOUT":
             prof.timeout = float(value)
         else:
