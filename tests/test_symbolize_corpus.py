@@ -1,13 +1,16 @@
 """fgk symbolize on real traces of the booted shuffled kernel (issue 27).
 
-One guest per session (random seed, base KASLR) loads fgk_test.ko, prints
-the module's section capture and some kallsyms addresses, then WARNs and
-oopses inside the module and crashes through sysrq: a WARN, an oops, a
-panic, `Code:` lines and entry-code frames (entry_SYSCALL_64_after_hwframe),
-all printed by the kernel.  Every decoded frame is checked against
-addr2line: `addr2line -i` on vmlinux at the link address nm gives the
-function, `addr2line -j` on the function's own section of the .ko.  The
-expected values come from the guest, nm and addr2line, never from fgk.
+One guest per session (random seed, base KASLR) loads fgk_test.ko and the
+out-of-tree fgk_oot.ko (tests/guest/oot), prints their section capture and
+some kallsyms addresses, then makes the kernel print each kind of report a
+support engineer meets: a hung task and a soft lockup (the detectors'
+thresholds lowered for the run), a BUG() in a kthread, two WARNs and an
+oops inside a module, and a panic through sysrq; with them `Code:` lines
+and entry-code frames (entry_SYSCALL_64_after_hwframe).  Every decoded
+frame is checked against addr2line: `addr2line -i` on vmlinux at the link
+address nm gives the function, `addr2line -j` on the function's own
+section of the .ko.  The expected values come from the guest, nm and
+addr2line, never from fgk.
 """
 import json
 import re
@@ -19,17 +22,36 @@ import pytest
 from conftest import REPO, boot
 from test_modules import (FGK, MODULES, VMLINUX, addr2line_one, elf_sections,
                           fgk_chain, module_ko, same_chain)
+from test_modules_guest import build_out_of_tree
 from test_oracle import require_fgkaslr_vmlinux
 from debuginfod_server import client_env, debuginfod_factory, kernel_debuginfod  # noqa: F401
 from oracle import readelf_build_id
 
+# Each report waits for the one before to end, so that no two interleave:
+# the hung-task check (every second, 2 s timeout) names the sleeper at
+# about 3 s of its 5; the soft lockup (2 * watchdog_thresh = 2 s) is
+# reported during the 4 s spin.  The thresholds go back to the kernel's
+# defaults before the rest, so that nothing later (a console flush under a
+# loaded TCG host) can look like a lockup.
 SCRIPT = r"""
 insmod /fgk_test.ko
-grep -r . /sys/module/fgk_test/sections | sed 's/^/cap /'
+insmod /fgk/fgk_oot.ko
+grep -r . /sys/module/fgk_test/sections /sys/module/fgk_oot/sections | sed 's/^/cap /'
 for f in vfs_read version_proc_show; do
     grep " [tT] $f\$" /proc/kallsyms | head -n 1 | sed 's/^/probe /'
 done
 grep '\[fgk_test\]' /proc/kallsyms | sed 's/^/ksym /'
+echo 1 > /proc/sys/kernel/hung_task_check_interval_secs
+echo 2 > /proc/sys/kernel/hung_task_timeout_secs
+echo 5 > /sys/module/fgk_oot/parameters/hang
+sleep 6
+echo 1 > /proc/sys/kernel/watchdog_thresh
+echo 4 > /sys/module/fgk_oot/parameters/lockup
+sleep 5
+echo 10 > /proc/sys/kernel/watchdog_thresh
+echo 120 > /proc/sys/kernel/hung_task_timeout_secs
+echo 1 > /sys/module/fgk_oot/parameters/bug
+sleep 1
 echo 1 > /sys/module/fgk_test/parameters/warn
 echo 1 > /sys/module/fgk_test/parameters/warn
 sh -c 'echo 1 > /sys/module/fgk_test/parameters/oops'
@@ -43,10 +65,12 @@ FRAME = re.compile(r"(?<![\w.])([A-Za-z_][\w.]*)\+0x([0-9a-f]+)/0x([0-9a-f]+)"
 def corpus(tmp_path_factory):
     require_fgkaslr_vmlinux()
     ko = module_ko()
-    seed = secrets.token_hex(32)
-    res = boot(SCRIPT, seed=seed, files={"/fgk_test.ko": str(ko)}, timeout=240)
-    assert res.panicked, f"the guest did not crash: rc {res.rc}\n{res.log[-2000:]}"
     d = tmp_path_factory.mktemp("corpus")
+    oot_dir, oot = build_out_of_tree(d)
+    seed = secrets.token_hex(32)
+    res = boot(SCRIPT, seed=seed, files={"/fgk_test.ko": str(ko), "/fgk/fgk_oot.ko": str(oot)},
+               timeout=300)
+    assert res.panicked, f"the guest did not crash: rc {res.rc}\n{res.log[-2000:]}"
     log = d / "console.log"
     log.write_text(res.log)
     cap = d / "sections"
@@ -60,12 +84,14 @@ def corpus(tmp_path_factory):
     assert set(probes) == {"vfs_read", "version_proc_show"}, res.output[-2000:]
     assert ksyms, res.output[-2000:]
     return dict(seed=seed, log=log, text=res.log, cap=cap, probes=probes,
-                ksyms=ksyms, ko=ko, dir=d)
+                ksyms=ksyms, ko=ko, kos={"fgk_test": ko, "fgk_oot": oot}, oot_dir=oot_dir,
+                dir=d)
 
 
 def symbolize(c, *args, input=None):
     return subprocess.run([str(FGK), "symbolize", str(VMLINUX), "--seed", c["seed"],
-                           "--modules", str(MODULES), "--module-sections", str(c["cap"]),
+                           "--modules", str(MODULES), "--modules", str(c["oot_dir"]),
+                           "--module-sections", str(c["cap"]),
                            *map(str, args)], capture_output=True, text=True, input=input)
 
 
@@ -119,7 +145,7 @@ def check_frames(c, out):
         name, off, mod, chain = m.group(1), int(m.group(2), 16), m.group(5), m.group(7)
         if chain is None:
             continue
-        truth = (module_truth(c["ko"], name, off) if mod
+        truth = (module_truth(c["kos"][mod], name, off) if mod
                  else vmlinux_truth(name, off))
         if truth is None:
             continue
@@ -129,21 +155,21 @@ def check_frames(c, out):
     return n
 
 
+@pytest.mark.k612
 def test_corpus_frames_against_addr2line(corpus):
-    """The WARN, the module oops and the panic: each decoded frame is
-    addr2line's; the trace holds each kind the issue lists that this kernel
-    can be made to print on request."""
+    """The hung task, the soft lockup, the BUG, the WARNs, the module oops
+    and the panic: each decoded frame is addr2line's; the log holds each
+    kind of report the issue lists."""
     text = corpus["text"]
-    assert "WARNING:" in text and "fgk_test" in text
-    assert re.search(r"BUG: |Oops:", text), "no module oops"
-    assert "Kernel panic" in text
+    kinds = {k for k, _, _ in reports(text)}
+    assert kinds == {"hung", "lockup", "bug", "warn", "oops", "panic"}, kinds
     assert re.search(r"^.*Code: .*<[0-9a-f]{2}>", text, re.M), "no Code: line"
     r = symbolize(corpus, corpus["log"])
     assert r.returncode == 0, r.stderr
     n = check_frames(corpus, r.stdout)
-    mods = len(re.findall(r"\[fgk_test\] \(", r.stdout))
+    mods = {m: len(re.findall(r"\[%s\] \(" % m, r.stdout)) for m in corpus["kos"]}
     print(f"frames checked against addr2line: {n}, module frames decoded: {mods}")
-    assert n >= 10 and mods >= 2
+    assert n >= 20 and mods["fgk_test"] >= 2 and mods["fgk_oot"] >= 4
 
 
 def test_entry_frame(corpus):
@@ -245,7 +271,7 @@ def test_code_lines(corpus):
     for i, line in enumerate(out):
         if "RIP: " in line:     # a user-mode RIP (0033) has a Code: line too
             rip = re.search(r"RIP: 0010:([\w.]+)\+0x([0-9a-f]+)/0x[0-9a-f]+"
-                            r"( \[fgk_test\])?", line)
+                            r"( \[(\w+)\])?", line)
         if "Code: " not in line or "<" not in line or rip is None:
             continue
         assert out[i + 1] == "All code", out[i:i + 3]
@@ -254,17 +280,18 @@ def test_code_lines(corpus):
         ours = re.match(r"\s*[0-9a-f]+:\t[0-9a-f ]+\t(\S+)", out[end + 2]).group(1)
         name, off = rip.group(1), int(rip.group(2), 16)
         if rip.group(3):
-            _, funcs, _ = elf_sections(corpus["ko"])
+            ko = corpus["kos"][rip.group(4)]
+            _, funcs, _ = elf_sections(ko)
             (_, sec, value, _), = [f for f in funcs if f[0] == name]
-            theirs = objdump_first(["-j", sec, str(corpus["ko"])], value + off)
+            theirs = objdump_first(["-j", sec, str(ko)], value + off)
         else:
             (link, _), = nm_symbols()[name]
             theirs = objdump_first([str(VMLINUX)], link + off)
-        assert ours == theirs, (line, trap, theirs)
+        assert ours == theirs, (line, ours, theirs)
         checked += 1
         rip = None
     print(f"Code: lines checked: {checked}")
-    assert checked >= 2
+    assert checked >= 4
 
 
 def test_frame_smaller_than_the_function(corpus):
@@ -306,7 +333,7 @@ def test_json_frames_against_addr2line(corpus):
             continue
         ours = [(loc["file"], str(loc["line"])) for loc in f["locations"]]
         off = int(f["offset"], 16)
-        truth = (module_truth(corpus["ko"], f["function"], off) if f["module"]
+        truth = (module_truth(corpus["kos"][f["module"]], f["function"], off) if f["module"]
                  else vmlinux_truth(f["function"], off))
         if truth is None:
             continue
@@ -324,49 +351,79 @@ def test_json_frames_against_addr2line(corpus):
     assert len(decoded) == annotated and n >= 10
 
 
+REPORTS = (("hung", r"INFO: task \S+ blocked for more than \d+ seconds"),
+           ("lockup", r"BUG: soft lockup - CPU#\d+ stuck for"),
+           ("bug", r"kernel BUG at "),
+           ("warn", r"WARNING: CPU: \d+ PID: \d+ at "),
+           ("oops", r"BUG: kernel NULL pointer dereference"),
+           ("panic", r"Kernel panic - not syncing"))
+
+
 def reports(text):
     """The reports of a console log: (kind, first line, end line), 0-based."""
-    starts = [(i, k) for i, l in enumerate(text.split("\n"))
-              for k, pat in (("warn", r"WARNING: CPU: \d+ PID: \d+ at "),
-                             ("oops", r"BUG: kernel NULL pointer dereference"),
-                             ("panic", r"Kernel panic - not syncing"))
-              if re.search(pat, l)]
-    return [(k, i, starts[n + 1][0] if n + 1 < len(starts) else len(text.split("\n")))
+    lines = text.split("\n")
+    starts = [(i, k) for i, l in enumerate(lines)
+              for k, pat in REPORTS if re.search(pat, l)]
+    return [(k, i, starts[n + 1][0] if n + 1 < len(starts) else len(lines))
             for n, (i, k) in enumerate(starts)]
 
 
+# kind: (the module, the function of the report's RIP or None when the
+# report shows no registers, functions of that module the trace must hold)
+EXPECTED = {"hung": ("fgk_oot", None, ("fgk_oot_sleep", "fgk_oot_hang_fn")),
+            "lockup": ("fgk_oot", "fgk_oot_spin", ("fgk_oot_lockup_fn",)),
+            "bug": ("fgk_oot", "fgk_oot_bug_now", ("fgk_oot_bug_fn",)),
+            "warn": ("fgk_test", "fgk_test_warn", ("fgk_test_fire",)),
+            "oops": ("fgk_test", "fgk_test_oops", ("fgk_test_fire",))}
+
+
+@pytest.mark.k612
 def test_reports_in_a_row(corpus):
-    """A log of several reports in a row (two WARNs, the module oops, the
-    panic): each report's frames are its own.  The RIP of each WARN decodes
-    in fgk_test_warn and the oops's in fgk_test_oops (the NULL write,
-    inlined from fgk_test_poke), each with the Call Trace frame
-    fgk_test_fire of the same report, at lines addr2line gives; the panic
-    (which after an oops prints no trace) gets no module frame of theirs."""
+    """A log of several reports in a row (a hung task, a soft lockup, a
+    BUG, two WARNs, the module oops, the panic): each report's frames are
+    its own.  Each report's RIP decodes in the module function the kernel
+    stopped in (fgk_oot_spin for the lockup, the ud2 of fgk_oot_bug_now for
+    the BUG, fgk_test_warn, and fgk_test_oops at the NULL write inlined
+    from fgk_test_poke); the hung task's stack (no registers) holds the
+    sleeper's frames; each of those frames is at the lines addr2line -j
+    gives.  The panic (which after an oops prints no trace) gets no module
+    frame of theirs.  (The hung-task check names the sleeper at each
+    interval until it wakes, the watchdog the spinner at each period.)"""
     rs = reports(corpus["text"])
     kinds = [k for k, _, _ in rs]
-    assert kinds.count("warn") == 2 and kinds.count("oops") == 1 and "panic" in kinds, kinds
+    assert (kinds.count("hung") >= 1 and kinds.count("lockup") >= 1 and kinds.count("bug") == 1
+            and kinds.count("warn") == 2 and kinds.count("oops") == 1 and "panic" in kinds), kinds
     j = json.loads(symbolize(corpus, "--json", corpus["log"]).stdout)
     lines = corpus["text"].split("\n")
     for kind, first, end in rs:
         mine = [f for f in j["frames"] if first < f["line"] <= end]
         names = [f["function"] for f in mine if f["locations"]]
         rip = [f for f in mine if "RIP: 0010:" in lines[f["line"] - 1] and f["locations"]]
-        if kind in ("warn", "oops"):
-            want = "fgk_test_warn" if kind == "warn" else "fgk_test_oops"
-            assert rip and rip[0]["function"] == want and rip[0]["module"] == "fgk_test", \
-                (kind, first, rip)
-            assert "fgk_test_fire" in names, (kind, first, names)
-            for f in rip[:1] + [f for f in mine if f["function"] == "fgk_test_fire"]:
-                truth = module_truth(corpus["ko"], f["function"], int(f["offset"], 16))
-                assert any(same_chain([(x["file"], str(x["line"])) for x in f["locations"]], t)
-                           for t in truth), (f, truth)
-            if kind == "oops":
-                assert [x["function"] for x in rip[0]["locations"]][0] == "fgk_test_poke"
-        else:
+        if kind == "panic":
             # after an oops (TAINT_DIE) panic() prints no trace of its own:
             # nothing of the oops before it may spill into it
             assert not [f for f in mine if f["module"]], mine
             assert not names or "sysrq_handle_crash" in names, names
+            continue
+        mod, want, callers = EXPECTED[kind]
+        # GCC's clone suffixes (.isra.0, .constprop.0) stay on the names
+        checked = [f for f in mine if f["module"] == mod and f["locations"]
+                   and f["function"].split(".")[0] in callers]
+        assert {f["function"].split(".")[0] for f in checked} == set(callers), \
+            (kind, first, names)
+        if want:
+            assert (rip and rip[0]["function"].split(".")[0] == want
+                    and rip[0]["module"] == mod), \
+                (kind, first, rip)
+            checked.append(rip[0])
+        else:
+            assert not rip, (kind, first, rip)
+        for f in checked:
+            truth = module_truth(corpus["kos"][mod], f["function"], int(f["offset"], 16))
+            assert any(same_chain([(x["file"], str(x["line"])) for x in f["locations"]], t)
+                       for t in truth), (f, truth)
+        if kind == "oops":
+            assert [x["function"] for x in rip[0]["locations"]][0] == "fgk_test_poke"
     print("reports:", kinds)
 
 
@@ -394,7 +451,7 @@ def test_build_id_frames_through_debuginfod(corpus, kernel_debuginfod, tmp_path)
     j = json.loads(subprocess.run(cmd + ["--json"], capture_output=True, text=True,
                                   input=text, env=kernel_debuginfod.env(tmp_path / "cache"),
                                   check=True).stdout)
-    assert {f["build_id"] for f in j["frames"] if f["module"]} == {bid}
+    assert {f["build_id"] for f in j["frames"] if f["module"] == "fgk_test"} == {bid}
     other = bid[:-1] + ("0" if bid[-1] != "0" else "1")
     r = subprocess.run(cmd, capture_output=True, text=True, input=text.replace(bid, other),
                        env=kernel_debuginfod.env(tmp_path / "cache2"))
