@@ -395,6 +395,44 @@ def test_crash_refuses_module_of_another_build(modcrash, tmp_path):
 
 
 @pytest.mark.k612
+def test_relinked_module_dwarf_follows_every_section(tmp_path):
+    """The .ko fgk crash gives crash: every section at address 0, as in a
+    relocatable file (6.12's module linker script leaves
+    __patchable_function_entries and .data at 0x10 and 0x88, and gdb,
+    crash's too, then relocates no DWARF to the addresses it is given:
+    fgk_test_init's lines landed on .text's), so stock gdb with .text and
+    .init.text placed apart finds each function of both at its place, with
+    the line addr2line -j gives on the original .ko (the innermost of an
+    inline chain, as gdb's line table has it)."""
+    ko = module_ko()
+    out = tmp_path / "fgk_test.ko"
+    r = run(FGK, "layout", ko, "--seed", secrets.token_hex(32), "--relink", out)
+    assert r.returncode == 0, r.stderr
+    secs = readelf_sections(out)
+    assert not [n for n, (_, addr, _) in secs.items() if addr], secs
+    text, init = 0xffffffffc0200000, 0xffffffffc0300000
+    funcs = {f[0]: f for f in elf_sections(out)[1]}
+    orig = {f[0]: f for f in elf_sections(ko)[1]}
+    probe = [f for f in ("fgk_test_oops", "fgk_test_leaf", "fgk_test_init") if f in funcs]
+    cmd = ["gdb", "-nx", "-batch", "-ex", "set confirm off",
+           "-ex", f"add-symbol-file {out} {text:#x} -s .init.text {init:#x}"]
+    want = {}
+    for f in probe:
+        _, section, value, _ = funcs[f]
+        addr = (text if section == ".text" else init) + value + 4
+        want[f] = (addr, addr2line_one(ko, orig[f][1], orig[f][2] + 4)[0])
+        cmd += ["-ex", f"info line *{addr:#x}"]
+    res = run(*cmd)
+    got = re.findall(r'^Line (\d+) of "([^"]+)"\s+(?:starts at address|is at address) '
+                     r'0x[0-9a-f]+ <(\w+)[+>]', res.stdout, re.M)
+    assert [g[2] for g in got] == probe, res.stdout + res.stderr
+    for (line, path, f) in got:
+        assert want[f][1][0].endswith(path) and want[f][1][1] == line, (f, line, path, want[f])
+    print("relinked .ko: no section address; gdb lines of "
+          + ", ".join(f"{f} {want[f][1][1]}" for f in probe) + " = addr2line -j")
+
+
+@pytest.mark.k612
 def test_crash_keeps_the_module_init_frame(tmp_path):
     """An oops inside a module's init function (insmod fgk_test.ko oops=1,
     patch 0015): with module symbols, crash's bt used to go fgk_test_fire ->

@@ -106,8 +106,9 @@ def _zero_dir():
     return _ZERO_DIR
 
 
-def gdb_loadable_ko(ko):
-    """(file to give add-symbol-file, note or None).
+def gdb_loadable_ko(ko, name=None):
+    """(file to give add-symbol-file, note or None); a copy is called
+    NAME.ko (gdb names it in `info symbol`), else as `ko`.
 
     gdb places a relocatable file's sections itself and relocates its DWARF
     with those addresses only when every section of the file has address 0
@@ -136,7 +137,8 @@ def gdb_loadable_ko(ko):
                    "leaves its DWARF unrelocated (wrong lines and breakpoints by name); "
                    "install objcopy (binutils) to load a copy with address 0")
     else:
-        out = os.path.join(_zero_dir(), f"{len(_ZEROED)}-{os.path.basename(ko)}")
+        out = os.path.join(tempfile.mkdtemp(dir=_zero_dir()),
+                           f"{name}.ko" if name else os.path.basename(ko))
         args = ["objcopy"]
         for name in placed:
             args += ["--change-section-address", f"{name}=0"]
@@ -170,7 +172,7 @@ def load_module(mod, vmlinux, quiet=False):
             say(f"module {name}: no {name}.ko under {', '.join(module_roots(vmlinux))} "
                 "(set FGK_MODULE_PATH)")
         return False
-    loadable, note = gdb_loadable_ko(ko)
+    loadable, note = gdb_loadable_ko(ko, name)
     cmd = core.add_symbol_file_command(loadable, secs)
     confirm = gdb.parameter("confirm")
     gdb.execute("set confirm off")

@@ -164,7 +164,15 @@ struct fgk_error *fgk_module_relink(struct fgk_module *m,
 				continue;
 		}
 		map[i] = nnew;
-		nsh[nnew++] = *s;
+		nsh[nnew] = *s;
+		/*
+		 * A relocatable file's sections have address 0.  Linux 6.12's
+		 * module linker script leaves __patchable_function_entries and
+		 * .data at the location counter (0x10, 0x88), and gdb, crash's
+		 * too, then relocates none of the module's DWARF to the section
+		 * addresses it is given (symfile.c, default_symfile_offsets).
+		 */
+		nsh[nnew++].sh_addr = 0;
 	}
 	for (size_t i = 0; i < r.shnum; i++) {
 		if (r.off[i] >= 0)
