@@ -3,8 +3,8 @@
 * The shuffled code of vmlinux.fgk equals the guest's memory byte for byte,
   except at the sites the kernel patches at run time, which the test names
   from the file's own tables: alternatives, paravirt sites, jump labels,
-  inline static calls, lock prefixes, and the return/retpoline/endbr site
-  lists when configured.
+  inline static calls, lock prefixes, the return/retpoline/endbr/call-thunk
+  site lists when configured, and 6.11+'s runtime constants.
 * Stock gdb with `symbol-file -o 0 vmlinux.fgk` on a guest booted with
   `nokaslr fgkaslr_seed=S`: `info line`, `list`, a breakpoint by function
   and by file:line on a shuffled function, and `bt` are all right.
@@ -37,15 +37,30 @@ TABLES = [  # (start symbol, end symbol, entry size, patched bytes at the site)
     ("__start___jump_table", "__stop___jump_table", 16, 5),
     ("__start_static_call_sites", "__stop_static_call_sites", 8, 5),
     ("__smp_locks", "__smp_locks_end", 4, 1),
-    ("__alt_instructions", "__alt_instructions_end", 12, None),  # 6.1: instrlen at 10
-    ("__parainstructions", "__parainstructions_end", 16, None),
+    # entry size and length member from the vmlinux's DWARF (entry_layout):
+    # struct alt_instr is 12 bytes on 6.1, 14 on 6.12 (a 32-bit ft_flags);
+    # 6.8 removed the paravirt patch sites
+    ("__alt_instructions", "__alt_instructions_end", "alt_instr", "instrlen"),
+    ("__parainstructions", "__parainstructions_end", "paravirt_patch_site", "len"),
     ("__retpoline_sites", "__retpoline_sites_end", 4, 6),
     ("__return_sites", "__return_sites_end", 4, 6),
+    # call depth tracking (6.2+, retbleed=stuff): a call rewritten to its thunk
+    ("__call_sites", "__call_sites_end", 4, 5),
     ("__ibt_endbr_seal", "__ibt_endbr_seal_end", 4, 4),
     # ftrace turns each "call __fentry__" into a 5-byte nop (absolute entries;
     # relink keeps this build-time-sorted table right, see test_relink.py)
     ("__start_mcount_loc", "__stop_mcount_loc", 8, 5),
 ]
+
+
+def entry_layout(path, struct_name, member):
+    """(sizeof(struct struct_name), offsetof(member)) from path's DWARF (gdb)."""
+    r = subprocess.run(["gdb", "-batch", "-nx", "-ex", f"p sizeof(struct {struct_name})",
+                        "-ex", f"p (int)&((struct {struct_name} *)0)->{member}", str(path)],
+                       capture_output=True, text=True, timeout=300)
+    vals = [int(v) for v in re.findall(r"^\$\d+ = (\d+)$", r.stdout, re.M)]
+    assert len(vals) == 2, (struct_name, member, r.stdout, r.stderr)
+    return vals[0], vals[1]
 
 
 def patch_sites(path, data, secs):
@@ -64,22 +79,28 @@ def patch_sites(path, data, secs):
                 return sec["off"] + addr - sec["addr"]
         return None
 
+    # 6.11+ runtime constants (asm/runtime-const.h): `.long 1b - SIZE - .`,
+    # the site is the instruction's immediate (an 8-byte pointer: USER_PTR_MAX,
+    # dentry_hashtable; a 1-byte shift count: d_hash_shift)
+    runtime = [(n, "__stop_" + n[len("__start_"):], 4, 8 if "_ptr_" in n else 1)
+               for n in sym if n.startswith(("__start_runtime_ptr_", "__start_runtime_shift_"))]
     sites = []
-    for begin, end, entsize, length in TABLES:
+    for begin, end, entsize, length in TABLES + runtime:
         if begin not in sym or end not in sym or sym[end] <= sym[begin]:
             continue
+        len_at = None
+        if isinstance(entsize, str):
+            entsize, len_at = entry_layout(path, entsize, length)
+        assert (sym[end] - sym[begin]) % entsize == 0, (begin, entsize)
         base = file_off(sym[begin])
         for k in range((sym[end] - sym[begin]) // entsize):
             addr = sym[begin] + k * entsize
             raw = data[base + k * entsize: base + (k + 1) * entsize]
-            if begin == "__parainstructions":
-                site, n = struct.unpack_from("<Q", raw)[0], raw[9]
-            elif begin == "__start_mcount_loc":
-                site, n = struct.unpack_from("<Q", raw)[0], length
+            if begin in ("__parainstructions", "__start_mcount_loc"):   # absolute
+                site = struct.unpack_from("<Q", raw)[0]
             else:
                 site = addr + struct.unpack_from("<i", raw)[0]
-                n = raw[10] if length is None else length
-            sites.append((site, n))
+            sites.append((site, raw[len_at] if len_at is not None else length))
     return sites
 
 
@@ -117,6 +138,9 @@ while :; do read -r l < /proc/version; sleep 0.2; done
 """
 
 
+# k612: the same on 6.12 (IBT, CALL_PADDING; 14-byte alt_instr, no paravirt
+# sites, runtime constants): 5.1 MB of text, 119 s there (96 s on 6.1).
+@pytest.mark.k612
 def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     start, limit = region(relinked)
     dump = tmp_path / "text.bin"
