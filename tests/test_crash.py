@@ -768,9 +768,12 @@ def drgn_version():
     return tuple(int(x) for x in re.match(r"drgn (\d+)\.(\d+)\.(\d+)", out).groups())
 
 
-def require_drgn_reads(kernel_release, what):
-    """Skip when the installed drgn predates the kernel (scripts/build-drgn)."""
-    kv = tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", kernel_release).groups())
+def require_drgn_reads(log, what):
+    """Skip when the installed drgn predates the kernel whose serial log
+    (its 'Linux version' banner) is given (scripts/build-drgn)."""
+    m = re.search(r"Linux version ((\d+)\.(\d+)\S*)", log)
+    assert m, "no 'Linux version' banner in the serial log"
+    kernel_release, kv = m.group(1), (int(m.group(2)), int(m.group(3)))
     have = drgn_version()
     if kv >= (6, 4) and have < DRGN_FOR_6_4:
         pytest.skip(f"drgn {'.'.join(map(str, have))} predates Linux 6.4 ({what}); "
@@ -836,18 +839,11 @@ def drgn_symbols_check(crashed, out):
 
 
 def drgn_stack_check(crashed, out):
-    require_drgn_reads(release_of(crashed), "its ORC unwinder")
+    require_drgn_reads(crashed["log"], "its ORC unwinder")
     assert not re.search(r"^stack-error", out, re.M), out
     frames = re.findall(r"^frame (\S+)$", out, re.M)
     idx = [frame_index(frames, f) for f in PANIC_FUNCS]
     assert idx == sorted(idx), frames
-
-
-def release_of(crashed):
-    """The crashed kernel's release, from its banner on the console."""
-    m = re.search(r"Linux version (\S+)", crashed["log"])
-    assert m, "no 'Linux version' banner in the serial log"
-    return m.group(1)
 
 
 # ---------------------------------------------------------------------------

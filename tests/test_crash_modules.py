@@ -37,7 +37,8 @@ import pytest
 from conftest import KERNEL_DIR, REPO
 from debuginfod_server import debuginfod_factory, kernel_debuginfod  # noqa: F401
 from oracle import readelf_sections
-from test_crash import (CRASH, DRGN, FGK, VMLINUX, require_fg, require_tools, run)
+from test_crash import (CRASH, DRGN, FGK, VMLINUX, require_drgn_reads, require_fg,
+                        require_tools, run)
 from test_modules import MODULES, addr2line_one, elf_sections, fgk_chain, module_ko, same_chain
 
 GUEST_SCRIPT = r"""
@@ -337,6 +338,7 @@ for f in trace:
 @pytest.mark.skipif(DRGN is None, reason="drgn not installed (python3-drgn)")
 def test_drgn_through_module(modcrash, tmp_path):
     c = modcrash
+    require_drgn_reads(c["log"], "modules through core_layout, its ORC unwinder")
     r = run(FGK, "relink", VMLINUX, "--seed", c["seed"], env=env(c))
     assert r.returncode == 0, r.stderr
     (tmp_path / "mod.py").write_text(DRGN_MOD_SCRIPT % (MOD_CHAIN,))
