@@ -534,8 +534,7 @@ def strip_seed(src, dst):
     return n
 
 
-@pytest.mark.k612
-@pytest.mark.parametrize("dump", ["vmcore", "vmcore.kdump"])
+@pytest.mark.parametrize("dump", ["vmcore", pytest.param("vmcore.kdump", marks=pytest.mark.k612)])
 def test_fgk_crash_without_seed_in_dump(crashed, dump, tmp_path):
     """No FGKASLR_SEED in VMCOREINFO: fgk crash rebuilds the layout from
     the kallsyms tables in the dump's memory, says so, and crash works as
@@ -581,7 +580,6 @@ def isolated_fgk(tmp_path):
     return fgk, tmp_path / "work"
 
 
-@pytest.mark.k612
 def test_fgk_crash_by_debuginfod(crashed, kernel_debuginfod, tmp_path):
     """No VMLINUX, no build tree, an empty cache: fgk crash fetches the
     dump's vmlinux by its build-id from debuginfod, says so, and crash
