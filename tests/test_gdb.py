@@ -313,6 +313,7 @@ def test_attach_breakpoints_backtrace_lines(running_guest):
                          out, re.M), out[-2000:]
 
 
+@pytest.mark.k612
 def test_attach_wrong_seed_is_refused(running_guest):
     if not running_guest["fg"]:
         pytest.skip("non-FG kernel: any seed is ignored")
@@ -326,6 +327,7 @@ def test_attach_wrong_seed_is_refused(running_guest):
     assert "No symbol table is loaded" in r.stderr or "version_proc_show in" not in r.stdout
 
 
+@pytest.mark.k612
 def test_attach_wrong_build_id_is_refused(running_guest, tmp_path):
     import libfgk
     from elftools.elf.elffile import ELFFile
@@ -371,6 +373,7 @@ def test_attach_twice_with_the_loaded_file(running_guest):
     assert re.search(r"^version_proc_show in section", r.stdout, re.M)
 
 
+@pytest.mark.k612
 def test_attach_seed_file_and_offset(running_guest, tmp_path):
     """--seed-file (seed, build-id, offset from a seed record) and a wrong
     --offset or a record for another build are refused with what to do."""
