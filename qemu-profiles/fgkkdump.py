@@ -91,7 +91,8 @@ def makedumpfile_gap(release: str, binary: Path = MAKEDUMPFILE):
             return (f"makedumpfile {'.'.join(map(str, have))} ({binary}) filters Linux "
                     f"{release} wrongly: -d 31 drops slab pages of kernels >= "
                     f"{'.'.join(map(str, since))} (fixed in makedumpfile "
-                    f"{'.'.join(map(str, need))}); crash's ps, files and vm miss tasks")
+                    f"{'.'.join(map(str, need))}): crash on its files misses tasks or stops "
+                    "at 'page excluded'")
     return None
 
 
