@@ -298,3 +298,14 @@ def test_makedumpfile_file_without_vmcoreinfo(kdumped, tmp_path):
         "falling back to --seed/--seed-file" in r.stderr, r.stderr
     assert ".vmlinux.fgk" in r.stdout, r.stdout
     print(r.stderr.strip().splitlines()[0])
+
+
+def test_kdump_profile_needs_dump_dir(tmp_path):
+    """`run kdump` without --dump-dir: one line saying what is missing, exit
+    status 2 (usage), no guest started."""
+    r = subprocess.run([sys.executable, str(REPO / "qemu-profiles" / "run"), "kdump", "--log",
+                        str(tmp_path / "log")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.strip() == ("run: profile kdump needs --dump-dir DIR "
+                                "(where the capture kernel's dumps go)"), r.stderr
+    assert not r.stdout and not (tmp_path / "log").exists()
