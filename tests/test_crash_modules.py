@@ -111,6 +111,7 @@ def func_info(ko):
     return {name: (section, value, size) for name, section, value, size in elf_sections(ko)[1]}
 
 
+@pytest.mark.k612
 def test_module_warn_and_oops_symbolized(modcrash, tmp_path):
     """fgk symbolize on the module WARN and the module oops, frame by frame
     against addr2line -j, then the same frames as raw addresses."""
@@ -216,6 +217,7 @@ def gdb_lines(c, addrs):
     return {a: fl for a, (_, fl) in zip(addrs, ranges)}
 
 
+@pytest.mark.k612
 def test_crash_through_module(modcrash, tmp_path):
     """fgk crash loads fgk_test.ko relinked in the dump's order (crash places
     only a module's .text at its base: docs/fgk-crash.1.md); bt -l names the
@@ -379,6 +381,7 @@ def test_drgn_through_module(modcrash, tmp_path):
             assert same_chain([(path, line)], chain[:1]), (frames[i - 1], chain)
 
 
+@pytest.mark.k612
 def test_crash_refuses_module_of_another_build(modcrash, tmp_path):
     """A .ko whose vermagic is not this kernel's, among the --modules."""
     c = modcrash

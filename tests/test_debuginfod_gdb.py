@@ -187,6 +187,7 @@ def test_attach_without_vmlinux_fetches_it(setup, tmp_path):
           f"{fetch2:.2f} s")
 
 
+@pytest.mark.k612
 def test_attach_build_id_option(setup, tmp_path):
     """--build-id skips the scan; a build-id the server does not have, and no
     DEBUGINFOD_URLS, are one-line errors."""
