@@ -390,7 +390,7 @@ def test_crash_refuses_module_of_another_build(modcrash, tmp_path):
     data = c["ko"].read_bytes()
     i = data.find(b"vermagic=")
     assert i >= 0
-    data = data[:i + 9] + b"0" + data[i + 10:]        # 6.1.x -> 0.1.x
+    data = data[:i + 9] + b"0" + data[i + 10:]        # the first digit of the release: 0, another release
     bad.write_bytes(data)
     r = run(FGK, "crash", c["dir"] / "vmcore", VMLINUX, "--modules", bad.parent,
             env=env(c), stdin=subprocess.DEVNULL)
