@@ -172,6 +172,7 @@ def test_corpus_frames_against_addr2line(corpus):
     assert n >= 20 and mods["fgk_test"] >= 2 and mods["fgk_oot"] >= 4
 
 
+@pytest.mark.k612
 def test_entry_frame(corpus):
     """Issue 27 (2): entry_SYSCALL_64_after_hwframe (an asm label without an
     ELF size) decodes, alone too, and `fgk addr` gives it the size kallsyms
@@ -196,6 +197,7 @@ def offset_line(c):
     return re.search(r"^.*Kernel Offset:.*$", c["text"], re.M).group(0) + "\n"
 
 
+@pytest.mark.k612
 def test_0x_forms(corpus):
     """Issue 27 (1): "0xADDR" (what %pS prints when kallsyms cannot name an
     address) decodes as the bare form does: vmlinux through the seed, a
@@ -219,6 +221,7 @@ def test_0x_forms(corpus):
         assert any(same_chain(fgk_chain(m.group(1)), t) for t in truth), (m.group(0), truth)
 
 
+@pytest.mark.k612
 def test_frame_contradicting_its_address(corpus):
     """Issue 27 (3): "[<ADDR>] func+0xOFF/0xSIZE" names ADDR twice.  The
     right seed agrees (and adds no line of its own); a wrong seed (a record
@@ -238,6 +241,7 @@ def test_frame_contradicting_its_address(corpus):
     assert r.stdout == ""
 
 
+@pytest.mark.k612
 def test_idempotent(corpus):
     """Issue 27 (7): symbolize's own output comes back unchanged."""
     r1 = symbolize(corpus, corpus["log"])
@@ -260,6 +264,7 @@ def objdump_first(args, start):
     raise AssertionError(f"objdump gave no instruction: {r.stdout}")
 
 
+@pytest.mark.k612
 def test_code_lines(corpus):
     """"Code:" lines are disassembled as scripts/decodecode does, the
     faulting byte's instruction marked; it is the instruction objdump finds
@@ -294,6 +299,7 @@ def test_code_lines(corpus):
     assert checked >= 4
 
 
+@pytest.mark.k612
 def test_frame_smaller_than_the_function(corpus):
     """Issue 27 (3), a wrong vmlinux without a seed: a WARN frame of the
     corpus whose /0xSIZE is below the function's ELF size in this vmlinux
@@ -427,6 +433,7 @@ def test_reports_in_a_row(corpus):
     print("reports:", kinds)
 
 
+@pytest.mark.k612
 def test_build_id_frames_through_debuginfod(corpus, kernel_debuginfod, tmp_path):
     """Issue 27, CONFIG_STACKTRACE_BUILD_ID: the booted log's module frames
     as such a kernel prints them, " [fgk_test BUILDID]" (readelf's build-id
