@@ -192,6 +192,10 @@ def gdb_answers(path, addrs, tmp):
     norm = [re.sub(r" in section \.text\.\S+", " in section .text.*", a.strip())
             for a in answers]
     norm = [re.sub(r"(ends at 0x[0-9a-f]+) <[^+>]+>", r"\1 <next>", a) for a in norm]
+    # a line whose row gdb ends past its function, inside the code after
+    # it ('starts at <F+9> and ends at <G+10>'): that code is the shuffle's
+    norm = [re.sub(r"(starts at address 0x[0-9a-f]+ <([^+>]+)\+\d+> and ends at 0x[0-9a-f]+) "
+                   r"<(?!\2\+)[^>]+>", r"\1 <next>", a) for a in norm]
     return [re.sub(r"0x[0-9a-f]+", "ADDR", a) for a in norm]
 
 
