@@ -94,7 +94,7 @@ check: $(DEPS_STAMP) check-unit
 	    nice -n 19 $(MAKE) --no-print-directory kernel KVERSION=6.12 KVARIANT= \
 	        > build/kernel-6.12-check.log 2>&1 & bg=$$!; \
 	fi; \
-	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v $(PYTEST_ARGS) tests/ || rc=$$?; \
+	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 $(PYTEST_ARGS) tests/ || rc=$$?; \
 	if [ -n "$$bg" ] && ! wait $$bg; then \
 	    echo "make check: the background 6.12 kernel build failed; its log's end:"; \
 	    tail -n 40 build/kernel-6.12-check.log; exit 1; \
@@ -106,7 +106,7 @@ check: $(DEPS_STAMP) check-unit
 # suite on it.
 check-k612: $(DEPS_STAMP) tools
 	$(MAKE) kernel KVERSION=6.12 KVARIANT=
-	KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -v -m k612 $(PYTEST_ARGS) tests/
+	KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 -m k612 $(PYTEST_ARGS) tests/
 
 # The whole suite on Debian's own configuration (docs/debian-kernel.md):
 # KVARIANT=debian points the runner, the tests and their skips at
