@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """Run-time cost of the shuffle, simulated (docs/runtime-cost.md).
 
-Boots the same kernel-heavy guest workload under QEMU TCG with the fgk-perf
-plugin (perf-model/): FG-KASLR with several random seeds, the same image
+Boots the same kernel-heavy guest workloads (perf-model/fgk-work.c: getpid,
+pipe ping-pong, fork+exec, open/read/close, create/unlink, mmap/munmap,
+context switches, TCP over loopback where the kernel has networking, a
+compression job, a stat/readdir walk) under QEMU TCG with the fgk-perf
+plugin (perf-model/), which counts each workload apart by its markers:
+FG-KASLR with several random seeds, the same image
 with `nofgkaslr`, and the build without CONFIG_FG_KASLR when there is one;
 interleaved, so machine load hits all alike.  Per run: kernel instructions,
 L1i / L2 / iTLB misses per kilo-instruction and estimated kernel cycles of
@@ -46,15 +50,35 @@ import fgkrun  # noqa: E402
 
 PLUGIN = REPO / "build" / "perf-model" / "fgk-perf.so"
 
-# Kernel-heavy: fork+exec+exit, pipes, file create/write/read/unlink,
-# stat/getpid-ish syscalls through the shell, and context switches.
+WORK = REPO / "build" / "perf-model" / "fgk-work"
+
+# The workloads, numbered as perf-model/fgk-work.c's markers: each runs
+# between two markers, so the plugin counts the kernel's work per workload
+# ("work=K" lines; K 0 is everything outside them).  The counts keep each
+# one at a few seconds of TCG time with the plugin.
+WORKLOADS = ((1, "getpid", "syscall getpid"), (2, "pipe", "pipe ping-pong, 2 processes"),
+             (3, "forkexec", "fork + exec + exit"), (4, "open", "open/read/close /proc/self/stat"),
+             (5, "create", "file create/write/unlink (tmpfs)"),
+             (6, "mmap", "mmap/touch 16 pages/munmap"),
+             (7, "ctxsw", "sched_yield between 2 processes on 1 CPU"),
+             (8, "tcp", "TCP ping-pong over loopback"),
+             (9, "compress", "gzip + gunzip of 2 x busybox"),
+             (10, "fswalk", "ls -lR /proc/self /sys/kernel"))
 WORKLOAD = r"""
-i=0; while [ $i -lt 60 ]; do /bin/busybox true; i=$((i+1)); done
-dd if=/dev/zero bs=512 count=4000 2>/dev/null | cat > /dev/null
-i=0; while [ $i -lt 40 ]; do echo x > /tmp/f$i; cat /tmp/f$i > /dev/null; rm /tmp/f$i; i=$((i+1)); done
-dd if=/dev/zero of=/tmp/big bs=4k count=512 2>/dev/null; gzip -c /tmp/big > /tmp/big.gz
-cat /tmp/big > /dev/null; rm /tmp/big /tmp/big.gz
-ls -lR /proc/self > /dev/null 2>&1; ls -lR /sys/kernel > /dev/null 2>&1
+W=/fgk/fgk-work
+ip link set lo up 2>/dev/null
+$W getpid 20000
+$W pipe 2000
+$W forkexec 60
+$W open 2000
+$W create 1000
+$W mmap 300
+$W ctxsw 2000
+$W tcp 1000
+cat /bin/busybox /bin/busybox > /tmp/big
+$W mark 9; gzip -c /tmp/big | gzip -dc > /dev/null; $W mark 0
+rm -f /tmp/big
+$W mark 10; ls -lR /proc/self /sys/kernel > /dev/null 2>&1; $W mark 0
 echo workload-done
 """
 
@@ -63,14 +87,23 @@ FIELDS = ("all_insns", "insns", "l1i_miss", "l2_miss", "l2_data_miss", "itlb_mis
 
 
 def parse(path):
-    phases = {}
+    phases, work = {}, {}
     for line in Path(path).read_text().splitlines():
-        if line.startswith("phase="):
+        if line.startswith(("phase=", "work=")):
             kv = dict(x.split("=", 1) for x in line.split())
-            name = kv.pop("phase")
-            phases[name] = {k: int(v) for k, v in kv.items()}
+            if "phase" in kv:
+                name = kv.pop("phase")
+                phases[name] = {k: int(v) for k, v in kv.items()}
+            else:
+                k = int(kv.pop("work"))
+                work[k] = {f: int(v) for f, v in kv.items()}
     if set(phases) != {"pre", "boot", "run"}:
         raise SystemExit(f"runtime-cost: {path}: plugin report has no pre/boot/run phases")
+    names = {k: name for k, name, _ in WORKLOADS}
+    missing = [names[k] for k in names if k not in work]
+    if missing:
+        raise SystemExit(f"runtime-cost: {path}: no counts for workload(s) {', '.join(missing)}")
+    phases["work"] = {names[k]: c for k, c in work.items() if k in names}
     return phases
 
 
@@ -80,7 +113,7 @@ def one(kernel, append, text_page, script=WORKLOAD):
         arg = f"{PLUGIN},out={out},text_page={text_page}"
         g = fgkrun.Guest("boot", script, kernel=Path(kernel) / "bzImage", kaslr=True, timeout=1200,
                          append=" ".join(x for x in ("kunit.enable=0", append) if x),
-                         extra_qemu_args=["-plugin", arg])
+                         files={"/fgk/fgk-work": str(WORK)}, extra_qemu_args=["-plugin", arg])
         t0 = time.monotonic()
         g.start()
         try:
@@ -90,9 +123,13 @@ def one(kernel, append, text_page, script=WORKLOAD):
             t_end = time.monotonic() - t0
         finally:
             g.kill()
-        if not ok or "workload-done" not in res.output:
-            raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message})")
+        if not ok or "workload-done" not in res.output or "fgk-work: " in res.output.replace(
+                "fgk-work: tcp: no IPv4", ""):
+            err = re.findall(r"^fgk-work: .*$", res.output, re.M)
+            raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message}) "
+                             + " ".join(err))
         ph = parse(out)
+        ph["net"] = "fgk-work: tcp: no IPv4" not in res.output
         ph["wall"] = {"init": t_init, "total": t_end}
         return ph
 
@@ -186,6 +223,43 @@ def row(label, ph, phase="run"):
             f" {per_ki(p['tb_cross_page'], k):7.1f} {ph['wall']['total']:7.1f}")
 
 
+def work_table(runs):
+    """Per workload: the kernel's instructions, L1i and iTLB misses per ki and
+    estimated cycles, per FG seed and as the median, against nofgkaslr's
+    median (and the no-FG build's), with the CPI difference."""
+    base, fg, nofg = runs["nofgkaslr"], runs["fg"], runs["no-FG build"]
+    cpi = lambda c: c["cycles"] / c["insns"] if c["insns"] else float("nan")  # noqa: E731
+    print("per workload (kernel only; Δ = estimated cycles per kernel instruction vs nofgkaslr's median):")
+    print(f"  {'workload':9} {'run':14} {'kernel insns':>13} {'L1i/ki':>7} {'iTLB/ki':>8}"
+          f" {'est. cycles':>13} {'CPI':>6} {'Δ':>7}")
+    for _, name, what in WORKLOADS:
+        if name == "tcp" and not all(p["net"] for p in base + fg):
+            print(f"  {name:9} skipped: the guest kernel has no IPv4 networking ({what})")
+            continue
+        bc = statistics.median(cpi(p["work"][name]) for p in base)
+
+        def line(label, c, d=None):
+            print(f"  {name:9} {label:14} {c['insns']:>13,} {per_ki(c['l1i_miss'], c['insns']):7.2f}"
+                  f" {per_ki(c['itlb_miss'], c['insns']):8.3f} {c['cycles']:>13,} {cpi(c):6.3f}"
+                  + (f" {d:+6.2f}%" if d is not None else ""))
+
+        def medc(lst):
+            return {f: statistics.median(p["work"][name][f] for p in lst)
+                    for f in ("insns", "l1i_miss", "itlb_miss", "cycles")}
+
+        line("nofgkaslr med", {k: int(v) for k, v in medc(base).items()})
+        if nofg:
+            nb = statistics.median(cpi(p["work"][name]) for p in nofg)
+            line("no-FG build", {k: int(v) for k, v in medc(nofg).items()}, 100 * (nb - bc) / bc)
+        ds = []
+        for p in fg:
+            d = 100 * (cpi(p["work"][name]) - bc) / bc
+            ds.append(d)
+            line(f"fg {p['seed'][:6]}", p["work"][name], d)
+        print(f"  {name:9} {'FG median':14} {'':>13} {'':>7} {'':>8} {'':>13} {'':>6}"
+              f" {statistics.median(ds):+6.2f}%  ({what}; {min(ds):+.2f}..{max(ds):+.2f})")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("seeds", nargs="?", type=int, default=5)
@@ -201,7 +275,8 @@ def main():
         if a.json:
             Path(a.json).write_text(json.dumps(runs, indent=1))
         return 0
-    if not (REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h").is_file() or not PLUGIN.is_file():
+    if not (REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h").is_file() or \
+            not PLUGIN.is_file() or not WORK.is_file():
         r = subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")])
         if r.returncode:
             print("runtime-cost: skipped: the fgk-perf plugin does not build (make -C perf-model)")
@@ -270,6 +345,7 @@ def main():
             print(f"        the no-FG build's CPI {nc:.4f}: FG {100.0 * (m(runs['fg'], cpi) - nc) / nc:+.2f}%, "
                   f"nofgkaslr {100.0 * (bc - nc) / nc:+.2f}%")
         last = d
+    work_table(runs)
     for w in ("init", "total"):
         wb = statistics.median(p["wall"][w] for p in base)
         wf = statistics.median(p["wall"][w] for p in runs["fg"])

@@ -18,6 +18,11 @@
  * (address 1 MiB..0x800000000000: init), "run" after it.  Per phase the
  * plugin writes key=value lines to out= (or QEMU's log) at exit.
  *
+ * Workloads: an instruction whose bytes hold the marker `0f 1f 80 K 47 4b 46`
+ * (`nopl 0x464b47KK(%rax)`, perf-model/fgk-work.c) starts segment K (0..15)
+ * when its block is entered; the plugin also writes "work=K" lines with
+ * each marked segment's counters (K 0: everything outside the markers).
+ *
  * A translated block's instructions are fetched and counted when the block
  * is entered (one callback per block, not per instruction): a block left
  * early (exception, interrupt, QEMU exiting inside it) counts its rest too.
@@ -52,9 +57,18 @@ struct counters {
     uint64_t tb_exec, tb_cross_page, tb_trans, tb_trans_kernel, tb_trans_span;
 };
 
+#define FIELDS(X)                                                                            \
+    X(all_insns) X(insns) X(l1i_acc) X(l1i_miss) X(l2_acc) X(l2_miss) X(l2_data_acc)         \
+    X(l2_data_miss) X(itlb_acc) X(itlb_miss) X(stlb_miss) X(cycles) X(tb_exec)                \
+    X(tb_cross_page) X(tb_trans) X(tb_trans_kernel) X(tb_trans_span)
+
+#define NMARKS 16
+static const uint8_t marker[7] = {0x0f, 0x1f, 0x80, 0 /* K */, 0x47, 0x4b, 0x46};
+
 struct tbinfo {
     uint64_t first_page, last_page;   /* 4 KiB pages of the first and last byte */
     unsigned n, kernel;
+    int mark;                         /* workload marker in the block, or -1 */
     uint8_t page_shift;
     uint64_t *vaddr;
     uint8_t *size;
@@ -77,6 +91,10 @@ static char *out_path;
 static int phase = PRE;
 static struct counters snap[NPHASES + 1];   /* totals at each phase's start */
 static uint64_t tb_trans, tb_trans_kernel, tb_trans_span;
+/* workload segments: counters per marker, and the totals at the current one's start */
+static int cur_mark;
+static bool mark_seen[NMARKS] = {true};   /* 0: outside the markers */
+static struct counters mark_sum[NMARKS], mark_start;
 
 static struct vcpu *vcpu_get(unsigned idx)
 {
@@ -164,6 +182,30 @@ static void totals(struct counters *c)
     c->tb_trans_span = tb_trans_span;
 }
 
+static void switch_mark(int k)
+{
+    struct counters now;
+
+    totals(&now);
+#define ADD(f) mark_sum[cur_mark].f += now.f - mark_start.f;
+    FIELDS(ADD)
+#undef ADD
+    mark_start = now;
+    cur_mark = k;
+    mark_seen[k] = true;
+}
+
+/* the marker's K, or -1: `0f 1f 80 K 47 4b 46` anywhere in the instruction
+ * (after prefixes: 16-bit code needs an address-size prefix for disp32) */
+static int find_marker(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i + sizeof marker <= n; i++) {
+        if (!memcmp(p + i, marker, 3) && !memcmp(p + i + 4, marker + 4, 3) && p[i + 3] < NMARKS)
+            return p[i + 3];
+    }
+    return -1;
+}
+
 static void enter_phase(int p)
 {
     while (phase < p)
@@ -175,7 +217,9 @@ static void tb_exec(unsigned int vcpu_index, void *udata)
     struct tbinfo *t = udata;
     struct vcpu *v = vcpu_get(vcpu_index);
 
-    /* a phase starts with the block that starts it */
+    /* a phase (or workload) starts with the block that starts it */
+    if (t->mark >= 0)
+        switch_mark(t->mark);
     if (!t->kernel) {
         if (phase == BOOT && t->vaddr[0] >= USER_LOW && t->vaddr[0] < USER_END)
             enter_phase(RUN);
@@ -218,10 +262,13 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     t->vaddr = xcalloc(n ? n : 1, sizeof *t->vaddr);
     t->size = xcalloc(n ? n : 1, sizeof *t->size);
     t->vaddr[0] = start;
+    t->mark = -1;
     for (size_t i = 0; i < n; i++) {
         struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
         t->vaddr[i] = qemu_plugin_insn_vaddr(insn);
         t->size[i] = qemu_plugin_insn_size(insn);
+        if (t->size[i] >= sizeof marker && t->mark < 0)
+            t->mark = find_marker(qemu_plugin_insn_data(insn), t->size[i]);
         if (t->kernel && with_data)
             qemu_plugin_register_vcpu_mem_cb(insn, mem_access, QEMU_PLUGIN_CB_NO_REGS,
                                              QEMU_PLUGIN_MEM_RW, NULL);
@@ -238,11 +285,6 @@ static void tb_trans_cb(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
 }
 
-#define FIELDS(X)                                                                            \
-    X(all_insns) X(insns) X(l1i_acc) X(l1i_miss) X(l2_acc) X(l2_miss) X(l2_data_acc)         \
-    X(l2_data_miss) X(itlb_acc) X(itlb_miss) X(stlb_miss) X(cycles) X(tb_exec)                \
-    X(tb_cross_page) X(tb_trans) X(tb_trans_kernel) X(tb_trans_span)
-
 static void at_exit(qemu_plugin_id_t id, void *p)
 {
     struct buf s = {0};
@@ -251,6 +293,7 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 
     enter_phase(RUN);
     totals(&snap[NPHASES]);
+    switch_mark(cur_mark);
     bprintf(&s,
                            "model: l1i=32KiB/8way/64B l1d=48KiB/12way l2=1MiB/16way/64B "
                            "itlb4k=128/8way itlb2m=8/full stlb=1536/12way text_page=%s data=%s\n",
@@ -262,6 +305,15 @@ static void at_exit(qemu_plugin_id_t id, void *p)
         struct counters *a = &snap[ph], *b = &snap[ph + 1];
         bprintf(&s, "phase=%s", phase_name[ph]);
 #define PR(f) bprintf(&s, " " #f "=%" PRIu64, b->f - a->f);
+        FIELDS(PR)
+#undef PR
+        bprintf(&s, "\n");
+    }
+    for (int k = 0; k < NMARKS; k++) {
+        if (!mark_seen[k])
+            continue;
+        bprintf(&s, "work=%d", k);
+#define PR(f) bprintf(&s, " " #f "=%" PRIu64, mark_sum[k].f);
         FIELDS(PR)
 #undef PR
         bprintf(&s, "\n");

@@ -116,6 +116,58 @@ def test_plugin_counts_known_loop(plugin, tmp_path):
     assert big3["cycles"] - big["cycles"] == 12 * big["l1i_miss"]
 
 
+def marked_rom(loops):
+    """Like rom(), but a sequence of loops, each (K, nops, passes) opened by the
+    workload marker K (perf-model/fgk-work.c's `nopl 0x464b47KK`, with an
+    address-size prefix in 16-bit code) at the start of a block: each loop
+    is a jump target.  Returns the image and the instructions each marker's
+    segment executes (K 0: the reset jump before the first marker)."""
+    img = bytearray(b"\xf4" * 65536)
+    code = bytearray()
+    expect = {0: 1}                                        # the reset jmp far
+    for k, nops, passes in loops:
+        code += bytes([0x67, 0x0F, 0x1F, 0x80, k, 0x47, 0x4B, 0x46])
+        code += struct.pack("<BH", 0xB9, passes)           # mov cx, passes
+        body = len(code)
+        code += b"\x90" * nops
+        code += b"\x49\x74\x05"                           # dec cx; jz +5
+        code += struct.pack("<BHH", 0xEA, body, 0xF000)    # jmp far f000:body
+        expect[k] = expect.get(k, 0) + 2 + passes * (nops + 3) - 1
+    code += b"\xb0\x00\xe6\xf4"                            # mov al, 0; out 0xf4, al
+    expect[loops[-1][0]] += 3                              # + the hlt after it
+    img[:len(code)] = code
+    img[0xfff0:0xfff5] = struct.pack("<BHH", 0xEA, 0, 0xF000)
+    return bytes(img), expect
+
+
+def test_plugin_workload_markers(plugin, tmp_path):
+    """Each marker's segment gets exactly its loop's instructions, and a loop
+    over more than L1i misses in its own segment only (bench/runtime-cost.py's
+    per-workload rows rest on this)."""
+    img, expect = marked_rom([(3, 4000, 50), (7, 40960, 6), (3, 100, 7)])
+    bios = tmp_path / "marked.rom"
+    bios.write_bytes(img)
+    out = tmp_path / "perf.txt"
+    r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-M", "pc", "-m", "16M",
+                        "-display", "none", "-nodefaults", "-bios", str(bios),
+                        "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
+                        "-plugin", f"{plugin},out={out},kernel_base=0"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, f"QEMU exit {r.returncode} (isa-debug-exit gives 1): {r.stderr}"
+    work = {}
+    for line in out.read_text().splitlines():
+        if line.startswith("work="):
+            kv = dict(x.split("=", 1) for x in line.split())
+            work[int(kv.pop("work"))] = {k: int(v) for k, v in kv.items()}
+    assert sorted(work) == [0, 3, 7], work
+    for k, n in expect.items():
+        assert work[k]["insns"] == n, (k, work[k]["insns"], n)
+    assert sum(w["insns"] for w in work.values()) == sum(expect.values())
+    lines_big = 40960 // 64
+    assert work[7]["l1i_miss"] >= 6 * lines_big, work[7]          # 40 KiB > L1i: every pass
+    assert work[3]["l1i_miss"] <= 4000 // 64 + 100 // 64 + 8, work[3]   # 4 KiB: cold only
+
+
 def test_plugin_bad_argument(plugin, tmp_path):
     """A bad plugin argument is refused with a one-line reason; QEMU stops."""
     r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-display", "none", "-nodefaults",
