@@ -16,8 +16,9 @@
 #                  man pages, the Python binding, fgk-gdb (docs/building.md)
 #   make uninstall remove exactly what make install installed
 #   make deb       Debian packages into build/deb/ (debian/, dpkg-buildpackage)
-#   make kernel-deb  linux-image (+ -dbg) packages via bindeb-pkg, build/kernel-deb/;
-#                  make kernel-deb-check boots them (opt-in, not in make check)
+#   make kernel-deb  linux-image (+ -dbg) packages via bindeb-pkg, build/kernel-deb/
+#                  (KVARIANT=debian: build/kernel-deb-debian/); make kernel-deb-check
+#                  boots them (opt-in, not in make check)
 #   make fuzz      every libFuzzer harness, FUZZ_SECONDS in all (docs/fuzzing.md)
 #   SANITIZE=1     check/check-unit: the C tests and fgk built with ASan+UBSan
 #                  (build/sanitize/); tests/test_hostile.py runs that fgk
@@ -161,14 +162,16 @@ deb: $(DEPS_STAMP)
 	@ls build/deb/*.deb
 
 # Debian packages of the FG-KASLR kernel through the kernel's own bindeb-pkg
-# (scripts/kernel-deb: default config, own tree, niced; whole kernel build),
-# and the opt-in proof that the package boots and its -dbg vmlinux is that
-# kernel (not in make check: it needs that kernel build)
+# (scripts/kernel-deb: the configuration of KVARIANT/KVERSION made as make
+# kernel makes it, own tree, niced; whole kernel build), and the opt-in proof
+# that the package boots and its -dbg vmlinux is that kernel (not in make
+# check: it needs that kernel build)
+KERNEL_DEB_DIR := build/kernel-deb$(if $(filter-out 6.1,$(KVERSION)),-$(KVERSION))$(if $(KVARIANT),-$(KVARIANT))
 kernel-deb: $(DEPS_STAMP)
 	@scripts/kernel-deb
 
 kernel-deb-check: $(DEPS_STAMP) tools
-	@test -f build/kernel-deb/release || $(MAKE) kernel-deb
+	@test -f $(KERNEL_DEB_DIR)/release || $(MAKE) kernel-deb
 	FGK_KERNEL_DEB=1 $(PYTHON) -m pytest -p no:cacheprovider -c tests/pytest.ini -v \
 		$(PYTEST_ARGS) tests/test_kernel_deb.py
 
