@@ -8,8 +8,9 @@ of objcopy), and the peak resident memory of each (ru_maxrss of the child),
 also as a ratio (target: at most objcopy's, 1.0x).  Also times a cached
 `fgk relink` (the second run a user sees).  Runs on every FG-KASLR build
 there is: build/kernel, build/kernel-debian (Debian's configuration),
-build/kernel-6.12; $FGK_BENCH_VMLINUX names one vmlinux instead.  Exits 1
-when a target is missed; without any build, says so and exits 0.
+build/kernel-6.12, build/kernel-6.12-debian; $FGK_BENCH_VMLINUX names one
+vmlinux instead.  Exits 1 when a target is missed; without any build, says
+so and exits 0.
 """
 import os
 import statistics
@@ -23,7 +24,8 @@ REPO = Path(__file__).resolve().parent.parent
 FGK = REPO / "build" / "bin" / "fgk"
 sys.path.insert(0, str(REPO / "python"))
 import libfgk  # noqa: E402  (libfgk reads the ELF files)
-KERNELS = [REPO / "build" / k / "vmlinux" for k in ("kernel", "kernel-debian", "kernel-6.12")]
+KERNELS = [REPO / "build" / k / "vmlinux" for k in ("kernel", "kernel-debian", "kernel-6.12",
+                                                     "kernel-6.12-debian")]
 TARGET_TIME, TARGET_RSS = 3.0, 1.0
 SEED = "b3" * 32
 RUNS = int(os.environ.get("FGK_BENCH_RUNS", "5"))
