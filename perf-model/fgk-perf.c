@@ -5,6 +5,7 @@
  *   qemu-system-x86_64 -accel tcg,thread=single \
  *       -plugin build/perf-model/fgk-perf.so,out=FILE[,text_page=2M|4K][,data=on]
  *               [,kernel_base=HEX][,base=N,l2_hit=N,l2_miss=N,stlb_hit=N,walk=N]
+ *               [,trace=FILE,trace_mark=K[,trace_max=MiB]]
  *
  * Kernel mode is told by address: an instruction at or above kernel_base
  * (default 0xffff800000000000) is the kernel's (x86-64's kernel half; the plugin API
@@ -22,6 +23,16 @@
  * (`nopl 0x464b47KK(%rax)`, perf-model/fgk-work.c) starts segment K (0..15)
  * when its block is entered; the plugin also writes "work=K" lines with
  * each marked segment's counters (K 0: everything outside the markers).
+ *
+ * trace= (off by default): the kernel blocks executed in marked segment K
+ * (trace_mark=, 1..15), in order, for perf-model/fgk-replay.c, which runs
+ * them through the same model under other layouts.  The file: "FGKTRC1\n" (8 bytes),
+ * then little-endian 32-bit words.  A block's first execution in the
+ * segment is preceded by its definition: 0xffffffff, id, n, the first
+ * instruction's address (low word, high word), then the n instruction sizes
+ * as bytes, zero-padded to a multiple of 4 (a block's instructions are
+ * contiguous).  Each execution is one word, vcpu << 28 | id.  At trace_max
+ * MiB (default 256) tracing stops and the report says trace_truncated=1.
  *
  * A translated block's instructions are fetched and counted when the block
  * is entered (one callback per block, not per instruction): a block left
@@ -69,6 +80,7 @@ struct tbinfo {
     uint64_t first_page, last_page;   /* 4 KiB pages of the first and last byte */
     unsigned n, kernel;
     int mark;                         /* workload marker in the block, or -1 */
+    uint32_t trace_id;                /* trace=: its id once defined, or 0 */
     uint8_t page_shift;
     uint64_t *vaddr;
     uint8_t *size;
@@ -95,6 +107,61 @@ static uint64_t tb_trans, tb_trans_kernel, tb_trans_span;
 static int cur_mark;
 static bool mark_seen[NMARKS] = {true};   /* 0: outside the markers */
 static struct counters mark_sum[NMARKS], mark_start;
+static void *xcalloc(size_t n, size_t size);
+
+/* trace=: the executed kernel blocks of segment trace_mark */
+static char *trace_path;
+static FILE *trace_f;
+static int trace_mark = -1;
+static uint64_t trace_max = 256ULL << 20, trace_bytes, trace_execs;
+static uint32_t trace_next_id = 1;
+static bool trace_truncated;
+
+static void trace_words(const uint32_t *w, size_t n)
+{
+    if (trace_bytes + 4 * n > trace_max) {
+        trace_truncated = true;
+        return;
+    }
+    if (fwrite(w, 4, n, trace_f) != n) {
+        fprintf(stderr, "fgk-perf: %s: cannot write\n", trace_path);
+        exit(1);
+    }
+    trace_bytes += 4 * n;
+}
+
+/* one execution of kernel block t on vcpu (its definition first, once) */
+static void trace_exec(unsigned vcpu, struct tbinfo *t)
+{
+    uint32_t w;
+
+    if (vcpu >= 16)   /* 4 bits of vCPU in an execution word */
+        trace_truncated = true;
+    if (trace_truncated)
+        return;
+    if (!t->trace_id) {
+        size_t nw = 5 + (t->n + 3) / 4;
+        uint32_t *d = xcalloc(nw, 4);
+        d[0] = 0xffffffffu;
+        d[1] = trace_next_id;
+        d[2] = t->n;
+        d[3] = (uint32_t)t->vaddr[0];
+        d[4] = (uint32_t)(t->vaddr[0] >> 32);
+        memcpy(d + 5, t->size, t->n);
+        trace_words(d, nw);
+        free(d);
+        if (trace_truncated)
+            return;
+        t->trace_id = trace_next_id++;
+        if (trace_next_id >= 1u << 28) {
+            trace_truncated = true;
+            return;
+        }
+    }
+    w = (uint32_t)vcpu << 28 | t->trace_id;
+    trace_words(&w, 1);
+    trace_execs++;
+}
 
 static struct vcpu *vcpu_get(unsigned idx)
 {
@@ -237,6 +304,8 @@ static void tb_exec(unsigned int vcpu_index, void *udata)
     if (v->prev_last_page != ~0ULL && v->prev_last_page != t->first_page)
         v->tb_cross_page++;
     v->prev_last_page = t->last_page;
+    if (trace_f && cur_mark == trace_mark)
+        trace_exec(vcpu_index, t);
     for (unsigned i = 0; i < t->n; i++)
         machine_fetch(&v->m, t->vaddr[i], t->size[i], t->page_shift);
 }
@@ -318,6 +387,14 @@ static void at_exit(qemu_plugin_id_t id, void *p)
 #undef PR
         bprintf(&s, "\n");
     }
+    if (trace_f) {
+        bprintf(&s, "trace_mark=%d trace_execs=%" PRIu64 " trace_blocks=%u trace_bytes=%" PRIu64
+                " trace_truncated=%d\n", trace_mark, trace_execs, trace_next_id - 1, trace_bytes,
+                trace_truncated);
+        if (fclose(trace_f))
+            fprintf(stderr, "fgk-perf: %s: cannot write\n", trace_path);
+        trace_f = NULL;
+    }
     if (out_path) {
         FILE *f = fopen(out_path, "w");
         if (!f || fputs(s.s, f) == EOF || fclose(f)) {
@@ -373,6 +450,21 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                 fprintf(stderr, "fgk-perf: kernel_base=%s: not a hex address\n", val);
                 return -1;
             }
+        } else if (!strcmp(key, "trace")) {
+            trace_path = strdup(val);
+        } else if (!strcmp(key, "trace_mark") || !strcmp(key, "trace_max")) {
+            char *end;
+            unsigned long v = strtoul(val, &end, 10);
+            bool mark = !strcmp(key, "trace_mark");
+            if (!*val || *end || (mark ? v < 1 || v >= NMARKS : v < 1 || v > 65536)) {
+                fprintf(stderr, "fgk-perf: %s=%s: %s\n", key, val,
+                        mark ? "a workload marker, 1..15" : "a size in MiB, 1..65536");
+                return -1;
+            }
+            if (mark)
+                trace_mark = (int)v;
+            else
+                trace_max = (uint64_t)v << 20;
         } else if (!strcmp(key, "data")) {
             if (!qemu_plugin_bool_parse(key, val, &with_data)) {
                 fprintf(stderr, "fgk-perf: data=%s: on or off\n", val);
@@ -384,6 +476,17 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
                    : !strcmp(key, "stlb_hit") ? parse_uint(key, val, &pen.stlb_hit)
                    : !strcmp(key, "walk") ? parse_uint(key, val, &pen.walk)
                    : (fprintf(stderr, "fgk-perf: %s: unknown argument\n", key), -1)) {
+            return -1;
+        }
+    }
+    if (!trace_path != (trace_mark < 0)) {
+        fprintf(stderr, "fgk-perf: trace= and trace_mark= go together\n");
+        return -1;
+    }
+    if (trace_path) {
+        trace_f = fopen(trace_path, "wb");
+        if (!trace_f || fputs("FGKTRC1\n", trace_f) == EOF) {
+            fprintf(stderr, "fgk-perf: %s: cannot create the trace\n", trace_path);
             return -1;
         }
     }

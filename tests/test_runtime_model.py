@@ -175,3 +175,74 @@ def test_plugin_bad_argument(plugin, tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0
     assert "text_page=3M: 2M or 4K" in r.stderr
+
+
+REPLAY = REPO / "build" / "perf-model" / "fgk-replay"
+
+
+def test_trace_replay_reproduces_plugin(plugin, tmp_path):
+    """fgk-perf trace= records marked segment 5's blocks; fgk-replay runs them
+    through the same model: without a map it reproduces the plugin's counts
+    exactly (nothing ran before the segment but the reset jump, on another
+    line), --lines charges every miss to a line; with a map that moves nine
+    of the 8 KiB body's lines into L1i set 0 (4 KiB apart), set 0 holds 12
+    of the loop's lines (3 of its own, 0xf0000, 0xf1000, 0xf2000), more than
+    its 8 ways: all 12 miss on each of the 11 later passes, exactly 132 more
+    misses (and 9 more 4 KiB iTLB misses, one per new page)."""
+    img, expect = marked_rom([(5, 8192, 12)])
+    bios = tmp_path / "m5.rom"
+    bios.write_bytes(img)
+    out, trc = tmp_path / "perf.txt", tmp_path / "t.trc"
+    r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-M", "pc", "-m", "16M",
+                        "-display", "none", "-nodefaults", "-bios", str(bios),
+                        "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
+                        "-plugin", f"{plugin},out={out},kernel_base=0,trace={trc},trace_mark=5"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    rep = {}
+    for line in out.read_text().splitlines():
+        if line.startswith(("work=5 ", "trace_mark=")):
+            rep.update({k: int(v) for k, v in (x.split("=", 1) for x in line.split())})
+    assert rep["insns"] == expect[5]
+    assert rep["trace_truncated"] == 0 and rep["trace_execs"] == rep["tb_exec"]
+
+    def replay(*args):
+        r = subprocess.run([str(REPLAY), *map(str, args), str(trc)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return {k: int(v) for k, v in (x.split("=", 1) for x in r.stdout.split())}
+
+    lines = tmp_path / "lines.txt"
+    same = replay("--lines", lines)
+    for f in ("insns", "l1i_miss", "l2_miss", "itlb_miss", "stlb_miss", "cycles"):
+        assert same[f] == rep[f], (f, same, rep)
+    assert same["execs"] == rep["trace_execs"]
+    per_line = [l.split() for l in lines.read_text().splitlines()]
+    assert sum(int(n) for _, n in per_line) == same["l1i_miss"]
+    assert all(int(a, 16) % 64 == 0 and 0xF0000 <= int(a, 16) < 0x100000 for a, _ in per_line)
+
+    fold = tmp_path / "fold.map"
+    fold.write_text("# nine body lines into set 0\n" + "".join(
+        f"{0xf0000 + 64 * j:x} {0xf0000 + 64 * j + 64:x} {0x400000 + 4096 * j:x}\n"
+        for j in range(1, 10)))
+    moved = replay("--map", fold)
+    assert moved["insns"] == same["insns"]
+    assert moved["l1i_miss"] == same["l1i_miss"] + 12 * 11, (moved, same)
+    assert moved["itlb_miss"] == same["itlb_miss"] + 9, (moved, same)
+
+    bad = tmp_path / "bad.map"
+    bad.write_text("f0000 f0040 400000\nf0020 f0060 500000\n")
+    r = subprocess.run([str(REPLAY), "--map", str(bad), str(trc)], capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr == f"fgk-replay: {bad}: overlapping ranges\n"
+    r = subprocess.run([str(REPLAY), str(bios)], capture_output=True, text=True)
+    assert r.returncode == 1 and "not an fgk-perf trace" in r.stderr and str(bios) in r.stderr
+
+
+def test_plugin_trace_arguments(plugin, tmp_path):
+    """trace= needs trace_mark= (a marker 1..15), and the reverse."""
+    for arg, msg in ((f"trace={tmp_path / 't'}", "trace= and trace_mark= go together"),
+                     ("trace_mark=2", "trace= and trace_mark= go together"),
+                     (f"trace={tmp_path / 't'},trace_mark=16", "trace_mark=16: a workload marker, 1..15")):
+        r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-display", "none", "-nodefaults",
+                            "-plugin", f"{plugin},{arg}"], capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0
+        assert msg in r.stderr, r.stderr
