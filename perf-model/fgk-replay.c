@@ -3,7 +3,7 @@
  * code moved by a map: the cost of one workload's instruction stream under
  * another text layout (docs/runtime-cost.md, "Remedies").
  *
- *   fgk-replay [--map FILE] [--lines FILE] [--text-page 2M|4K] TRACE
+ *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE] [--text-page 2M|4K] TRACE
  *
  * --map FILE: lines "OLD_START OLD_END NEW_START" (hex, half-open ranges,
  *   no overlaps, any order): an instruction at OLD_START + d with d below
@@ -12,6 +12,10 @@
  * --lines FILE: the L1i misses per 64-byte line of the trace's own
  *   addresses (before the map: "LINE MISSES", hex and decimal, by line),
  *   charged to the line of the instruction whose fetch missed.
+ * --sets FILE: per L1i set (0..63) of the fetched (mapped) addresses,
+ *   "SET LINES MISSES": how many distinct lines of that set the trace
+ *   fetches, and the L1i misses in it; more than 8 lines (the ways) can
+ *   thrash the set.
  * --text-page: as fgk-perf's text_page= (default 2M): the kernel image
  *   0xffffffff80000000..0xffffffffc0000000 on 2 MiB pages, the rest 4 KiB.
  *
@@ -133,12 +137,18 @@ static uint64_t map_addr(const struct range *r, size_t n, uint64_t a)
     return a;
 }
 
-/* misses per line: open addressing, key line+1 */
-static uint64_t *ltab_key, *ltab_val;
-static size_t ltab_cap, ltab_n;
+/* counts per line: open addressing, key line+1 */
+struct ltab {
+    uint64_t *key, *val;
+    size_t cap, n;
+};
+static struct ltab miss_lines, fetched_lines;
 
-static void line_add(uint64_t line)
+static void line_add(struct ltab *t, uint64_t line)
 {
+    uint64_t *ltab_key = t->key, *ltab_val = t->val;
+    size_t ltab_cap = t->cap, ltab_n = t->n;
+
     if (2 * (ltab_n + 1) > ltab_cap) {
         size_t oc = ltab_cap;
         uint64_t *ok = ltab_key, *ov = ltab_val;
@@ -167,6 +177,10 @@ static void line_add(uint64_t line)
         ltab_n++;
     }
     ltab_val[h]++;
+    t->key = ltab_key;
+    t->val = ltab_val;
+    t->cap = ltab_cap;
+    t->n = ltab_n;
 }
 
 static int u64_cmp(const void *a, const void *b)
@@ -177,7 +191,8 @@ static int u64_cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const char *map_path = NULL, *lines_path = NULL, *trace_path = NULL;
+    const char *map_path = NULL, *lines_path = NULL, *sets_path = NULL, *trace_path = NULL;
+    uint64_t set_miss[64] = {0}, set_lines[64] = {0};
     unsigned text_shift = 21;
     struct range *map = NULL;
     size_t nmap = 0, nblocks = 0, cap = 0;
@@ -195,6 +210,8 @@ int main(int argc, char **argv)
             map_path = argv[++i];
         else if (!strcmp(argv[i], "--lines") && i + 1 < argc)
             lines_path = argv[++i];
+        else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
+            sets_path = argv[++i];
         else if (!strcmp(argv[i], "--text-page") && i + 1 < argc) {
             i++;
             if (!strcmp(argv[i], "2M"))
@@ -208,13 +225,14 @@ int main(int argc, char **argv)
         } else if (argv[i][0] != '-' && !trace_path)
             trace_path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--text-page 2M|4K] TRACE\n",
+            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE] [--text-page 2M|4K] TRACE\n",
                     prog);
             return 2;
         }
     }
     if (!trace_path) {
-        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--text-page 2M|4K] TRACE\n", prog);
+        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE] [--text-page 2M|4K] TRACE\n",
+                prog);
         return 2;
     }
     if (map_path)
@@ -271,8 +289,17 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < b->n; i++) {
             uint64_t before = mm->l1i.misses;
             machine_fetch(mm, b->addr[i], b->size[i], b->shift);
-            if (lines_path && mm->l1i.misses != before)
-                line_add(b->orig[i] >> 6);
+            if (mm->l1i.misses != before) {
+                if (lines_path)
+                    line_add(&miss_lines, b->orig[i] >> 6);
+                /* the instruction's first or last line missed: charge the last */
+                set_miss[((b->addr[i] + (b->size[i] ? b->size[i] : 1) - 1) >> 6) & 63] +=
+                    mm->l1i.misses - before;
+            }
+            if (sets_path) {
+                line_add(&fetched_lines, b->addr[i] >> 6);
+                line_add(&fetched_lines, (b->addr[i] + (b->size[i] ? b->size[i] : 1) - 1) >> 6);
+            }
         }
     }
     if (ferror(f))
@@ -290,16 +317,28 @@ int main(int argc, char **argv)
         stlb += m[v].stlb_misses;
         cycles += machine_cycles(&m[v]);
     }
+    if (sets_path) {
+        FILE *o = fopen(sets_path, "w");
+        if (!o)
+            die(sets_path, "cannot create");
+        for (size_t i = 0; i < fetched_lines.cap; i++)
+            if (fetched_lines.key[i])
+                set_lines[(fetched_lines.key[i] - 1) & 63]++;
+        for (int k = 0; k < 64; k++)
+            fprintf(o, "%d %" PRIu64 " %" PRIu64 "\n", k, set_lines[k], set_miss[k]);
+        if (fclose(o))
+            die(sets_path, "cannot write");
+    }
     if (lines_path) {
         FILE *o = fopen(lines_path, "w");
-        uint64_t *pairs = xalloc(2 * ltab_n * sizeof *pairs);
+        uint64_t *pairs = xalloc(2 * miss_lines.n * sizeof *pairs);
         size_t k = 0;
         if (!o)
             die(lines_path, "cannot create");
-        for (size_t i = 0; i < ltab_cap; i++)
-            if (ltab_key[i]) {
-                pairs[2 * k] = ltab_key[i] - 1;
-                pairs[2 * k + 1] = ltab_val[i];
+        for (size_t i = 0; i < miss_lines.cap; i++)
+            if (miss_lines.key[i]) {
+                pairs[2 * k] = miss_lines.key[i] - 1;
+                pairs[2 * k + 1] = miss_lines.val[i];
                 k++;
             }
         qsort(pairs, k, 2 * sizeof *pairs, u64_cmp);

@@ -188,7 +188,8 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     of the 8 KiB body's lines into L1i set 0 (4 KiB apart), set 0 holds 12
     of the loop's lines (3 of its own, 0xf0000, 0xf1000, 0xf2000), more than
     its 8 ways: all 12 miss on each of the 11 later passes, exactly 132 more
-    misses (and 9 more 4 KiB iTLB misses, one per new page)."""
+    misses (and 9 more 4 KiB iTLB misses, one per new page); --sets shows
+    set 0 with its 12 lines and 144 misses, every other set its lines once."""
     img, expect = marked_rom([(5, 8192, 12)])
     bios = tmp_path / "m5.rom"
     bios.write_bytes(img)
@@ -224,7 +225,14 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     fold.write_text("# nine body lines into set 0\n" + "".join(
         f"{0xf0000 + 64 * j:x} {0xf0000 + 64 * j + 64:x} {0x400000 + 4096 * j:x}\n"
         for j in range(1, 10)))
-    moved = replay("--map", fold)
+    sets = tmp_path / "sets.txt"
+    moved = replay("--map", fold, "--sets", sets)
+    per_set = {int(k): (int(n), int(m)) for k, n, m in (l.split() for l in sets.read_text().splitlines())}
+    assert sorted(per_set) == list(range(64))
+    # set 0: its 12 lines each missed on all 12 passes; the others only cold
+    assert per_set[0] == (12, 12 * 12), per_set[0]
+    assert all(m == n for k, (n, m) in per_set.items() if k), per_set
+    assert sum(m for _, m in per_set.values()) == moved["l1i_miss"]
     assert moved["insns"] == same["insns"]
     assert moved["l1i_miss"] == same["l1i_miss"] + 12 * 11, (moved, same)
     assert moved["itlb_miss"] == same["itlb_miss"] + 9, (moved, same)
