@@ -34,7 +34,10 @@ build/kernel-nofg when present; for 6.12: --kernel build/kernel-6.12
 --nofg build/kernel-6.12-nofg.
 """
 import argparse
+import bisect
+import collections
 import json
+import math
 import random
 import re
 import statistics
@@ -46,7 +49,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-profiles"))
-import fgkrun  # noqa: E402
+import fgkrun  # noqa: E402  (also puts the libfgk binding on sys.path)
+import libfgk  # noqa: E402
 
 PLUGIN = REPO / "build" / "perf-model" / "fgk-perf.so"
 
@@ -86,6 +90,16 @@ FIELDS = ("all_insns", "insns", "l1i_miss", "l2_miss", "l2_data_miss", "itlb_mis
           "stlb_miss", "cycles", "tb_exec", "tb_cross_page", "tb_trans_kernel", "tb_trans_span")
 
 
+def parse_work(path):
+    """The plugin report's work=K and trace lines: {K: counters, "trace": {...}}."""
+    out = {}
+    for line in Path(path).read_text().splitlines():
+        if line.startswith(("work=", "trace_mark=")):
+            kv = {k: int(v) for k, v in (x.split("=", 1) for x in line.split())}
+            out["trace" if "trace_mark" in kv else kv.pop("work")] = kv
+    return out
+
+
 def parse(path):
     phases, work = {}, {}
     for line in Path(path).read_text().splitlines():
@@ -107,10 +121,14 @@ def parse(path):
     return phases
 
 
-def one(kernel, append, text_page, script=WORKLOAD):
+def one(kernel, append, text_page, script=WORKLOAD, trace=None):
+    """One guest run with the plugin.  trace=(K, path): also the executed
+    kernel blocks of workload K into path (fgk-perf trace=)."""
     with tempfile.TemporaryDirectory(prefix="fgk-perf.") as d:
         out = Path(d) / "perf.txt"
         arg = f"{PLUGIN},out={out},text_page={text_page}"
+        if trace:
+            arg += f",trace={trace[1]},trace_mark={trace[0]}"
         g = fgkrun.Guest("boot", script, kernel=Path(kernel) / "bzImage", kaslr=True, timeout=1200,
                          append=" ".join(x for x in ("kunit.enable=0", append) if x),
                          files={"/fgk/fgk-work": str(WORK)}, extra_qemu_args=["-plugin", arg])
@@ -128,10 +146,55 @@ def one(kernel, append, text_page, script=WORKLOAD):
             err = re.findall(r"^fgk-work: .*$", res.output, re.M)
             raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message}) "
                              + " ".join(err))
+        if trace:
+            ph = parse_work(out)
+            ph["output"] = res.output
+            return ph
         ph = parse(out)
         ph["net"] = "fgk-work: tcp: no IPv4" not in res.output
         ph["wall"] = {"init": t_init, "total": t_end}
         return ph
+
+
+TRACES = REPO / "build" / "perf-model" / "traces"
+
+
+def capture(kernel, workload, label, append, text_page="2M"):
+    """A guest run of one workload with fgk-perf's trace= on, cached in
+    build/perf-model/traces/WORKLOAD-LABEL.{trc,json}: the trace, the
+    plugin's counters of that workload, the run's base offset (from root's
+    /proc/kallsyms: _text) and the seed.  Returns the JSON's dict."""
+    k = {name: k for k, name, _ in WORKLOADS}[workload]
+    TRACES.mkdir(parents=True, exist_ok=True)
+    trc, meta = TRACES / f"{workload}-{label}.trc", TRACES / f"{workload}-{label}.json"
+    if trc.is_file() and meta.is_file():
+        return json.loads(meta.read_text())
+    line = [x for x in WORKLOAD.splitlines() if x.startswith(f"$W {workload} ")
+            or f"$W mark {k};" in x]
+    script = ("W=/fgk/fgk-work\n" + "\n".join(line) +
+              "\ngrep -E ' (_text|_stext)$' /proc/kallsyms\n"
+              "echo seed=$(cat /proc/fgkaslr_seed 2>/dev/null)\necho workload-done\n")
+    if workload == "compress":
+        script = script.replace("$W mark 9;", "cat /bin/busybox /bin/busybox > /tmp/big; $W mark 9;")
+    ph = one(kernel, append, text_page, script=script, trace=(k, trc))
+    syms = dict((n, int(a, 16)) for a, n in re.findall(r"^([0-9a-f]{16}) [Tt] (_s?text)\s*$",
+                                                       ph["output"], re.M))
+    with libfgk.Vmlinux(Path(kernel) / "vmlinux") as vm:
+        name = "_text" if "_text" in syms else "_stext"
+        if name not in syms:
+            raise SystemExit(f"runtime-cost: {kernel} {append}: no _text in the guest's kallsyms")
+        offset = syms[name] - vm.symbol(name).addr
+    m = re.search(r"fgkaslr_seed=([0-9a-f]+)", append)
+    got = re.search(r"^seed=([0-9a-f]{64})\s*$", ph["output"], re.M)
+    if m and (not got or got.group(1) != m.group(1)):
+        raise SystemExit(f"runtime-cost: {kernel} {append}: the guest's /proc/fgkaslr_seed is "
+                         f"{got.group(1) if got else 'missing'}, not the seed given")
+    d = {"workload": workload, "label": label, "append": append, "offset": offset,
+         "seed": m.group(1) if m else None, "plugin": ph[k], "trace": ph["trace"]}
+    if ph["trace"]["trace_truncated"]:
+        raise SystemExit(f"runtime-cost: {trc}: trace truncated at trace_max")
+    meta.write_text(json.dumps(d, indent=1))
+    return d
 
 
 JIT_SCRIPT = ("cat /proc/fgkaslr_stats 2>/dev/null; echo fgk-end-of-script > /dev/console; "
@@ -180,7 +243,7 @@ def one_wall(kernel, append):
 def wall_main(kernel, rounds):
     runs = {"nofgkaslr": [], "fg": []}
     for r in range(rounds):
-        seed = f"{random.getrandbits(64):016x}"
+        seed = libfgk.random_seed()
         order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
         for label, app in (order if r % 2 == 0 else order[::-1]):
             x = one_wall(kernel, app)
@@ -259,6 +322,298 @@ def work_table(runs):
         print(f"  {name:9} {'FG median':14} {'':>13} {'':>7} {'':>8} {'':>13} {'':>6}"
               f" {statistics.median(ds):+6.2f}%  ({what}; {min(ds):+.2f}..{max(ds):+.2f})")
 
+# ---- remedies: trace-driven replay of one workload under other layouts ----
+
+REPLAY = REPO / "build" / "perf-model" / "fgk-replay"
+
+
+def log2_fact(n):
+    return math.lgamma(n + 1) / math.log(2)
+
+
+def replay(trace, mapfile=None, lines=None, sets=None, hot=None):
+    cmd = [str(REPLAY)]
+    for opt, v in (("--map", mapfile), ("--lines", lines), ("--sets", sets), ("--hot", hot)):
+        if v:
+            cmd += [opt, str(v)]
+    r = subprocess.run(["nice", "-n", "10", *cmd, str(trace)], capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(f"runtime-cost: {r.stderr.strip()}")
+    return {k: int(v) for k, v in (x.split("=", 1) for x in r.stdout.split())}
+
+
+class Text:
+    """The randomized sections of a vmlinux in link order, where their
+    functions' .cold parts are, which object file each came from, and
+    layouts of them: the real algorithm's (libfgk) or a remedy's order
+    packed by the same placement rule (docs/layout-spec.md section 7)."""
+
+    def __init__(self, kernel):
+        self.vm = libfgk.Vmlinux(Path(kernel) / "vmlinux")
+        lay = self.vm.layout(libfgk.random_seed())
+        self.secs = sorted(lay.sections, key=lambda s: s.addr)
+        self.start = lay.start
+        self.starts = [s.addr for s in self.secs]
+        # X.cold: GCC's cold part of X, in the main .text (not randomized)
+        cold = self.vm.symbols([s.name[len(".text."):] + ".cold" for s in self.secs])
+        self.cold = {i: cold[s.name[len(".text."):] + ".cold"] for i, s in enumerate(self.secs)
+                     if s.name[len(".text."):] + ".cold" in cold}
+        self.objs = self._objects(Path(kernel))
+
+    def _objects(self, kernel):
+        """Section position -> object file (the first, in link order, that has
+        a section of that name: the linker merges same-named input sections),
+        from the build tree's vmlinux.a (read through libfgk); None without it."""
+        tree = kernel / "build"
+        if not (tree / "vmlinux.a").is_file():
+            return None
+        r = subprocess.run(["ar", "t", str(tree / "vmlinux.a")], capture_output=True, text=True)
+        if r.returncode:
+            return None
+        owner = {}
+        for o in r.stdout.split():
+            path = Path(o) if o.startswith("/") else tree / o
+            with libfgk.Vmlinux(path) as v:
+                for s in v.sections():
+                    if s.name.startswith(".text."):
+                        owner.setdefault(s.name, str(path.relative_to(tree)) if
+                                         path.is_relative_to(tree) else o)
+        return [owner.get(s.name, "?") for s in self.secs]
+
+    def real(self, seed):
+        """The kernel's own layout for seed: {position: new address}."""
+        pos = {s.index: i for i, s in enumerate(self.secs)}
+        return {pos[s.index]: s.new_addr for s in self.vm.layout(seed).sections}
+
+    def pack(self, order, cold_with=False):
+        """Positions in `order` placed from start, each at its alignment;
+        cold_with: each function's .cold part right after it.  Returns
+        ({position: new address}, {position: new address of its .cold})."""
+        p, new, newcold = self.start, {}, {}
+        for i in order:
+            s = self.secs[i]
+            p = -(-p // s.align) * s.align
+            new[i] = p
+            p += s.size
+            if cold_with and i in self.cold:
+                newcold[i] = p
+                p += self.cold[i].size
+        return new, newcold
+
+    def write_map(self, path, new, newcold, offset, inverse=False):
+        """fgk-replay's --map from link order to `new` (inverse: back)."""
+        with open(path, "w") as f:
+            for i, a in new.items():
+                s = self.secs[i]
+                if a != s.addr:
+                    x, y = (a, s.addr) if inverse else (s.addr, a)
+                    f.write(f"{x + offset:x} {x + s.size + offset:x} {y + offset:x}\n")
+            for i, a in newcold.items():
+                c = self.cold[i]
+                f.write(f"{c.addr + offset:x} {c.addr + c.size + offset:x} {a + offset:x}\n")
+
+    def section_of(self, link):
+        i = bisect.bisect_right(self.starts, link) - 1
+        if i >= 0 and link < self.secs[i].addr + self.secs[i].size:
+            return i
+        return None
+
+
+def fetched_sections(text, lines_file, offset):
+    """{position: misses} of the randomized sections whose lines a replay's
+    --lines file names (a cold-started replay misses every fetched line at
+    least once, so its lines are the trace's footprint)."""
+    out = collections.Counter()
+    for ln in Path(lines_file).read_text().splitlines():
+        a, n, _ = ln.split()
+        i = text.section_of(int(a, 16) - offset)
+        if i is not None:
+            out[i] += int(n)
+    return out
+
+
+def remedy_orders(text, hot, rng, group):
+    """One random draw of each remedy: name -> (order, cold_with)."""
+    n = len(text.secs)
+
+    def shuffled(units):
+        units = list(units)
+        rng.shuffle(units)
+        return [i for u in units for i in u]
+
+    runs = [list(range(k, min(k + group, n))) for k in range(0, n, group)]
+    out = {f"runs of {group} (link order inside)": (shuffled(runs), False)}
+    if text.objs:
+        by = collections.OrderedDict()
+        for i, o in enumerate(text.objs):
+            by.setdefault(o, []).append(i)
+        out["by object file"] = (shuffled(by.values()), False)
+    out["X.cold next to X"] = (shuffled([i] for i in range(n)), True)
+    hotl = [[i] for i in range(n) if i in hot]
+    cold = [[i] for i in range(n) if i not in hot]
+    out["hot set packed"] = (shuffled(hotl) + shuffled(cold), False)
+    return out
+
+
+def entropies(text, hot, group):
+    n = len(text.secs)
+    e = {f"runs of {group} (link order inside)": log2_fact(-(-n // group))}
+    if text.objs:
+        e["by object file"] = log2_fact(len(set(text.objs)))
+    e["X.cold next to X"] = log2_fact(n)
+    e["hot set packed"] = log2_fact(len(hot)) + log2_fact(n - len(hot))
+    return e
+
+
+def line_sets(text, footprint, offset, new, hot_n):
+    """{set: [(position or None, misses)]} of the footprint's hot lines (in
+    hot_n block executions or more) under the layout new ({position: new
+    link address}; missing: not moved)."""
+    out = collections.defaultdict(list)
+    for ln in Path(footprint).read_text().splitlines():
+        a, n, f = ln.split()
+        if int(f) < hot_n:
+            continue
+        a = int(a, 16)
+        i = text.section_of(a - offset)
+        moved = a if i is None else a - text.secs[i].addr - offset + new.get(i, text.secs[i].addr) + offset
+        out[(moved >> 6) & 63].append((i, int(n)))
+    return out
+
+
+def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
+    """Trace `workload` once in link order (nofgkaslr) and once with a real
+    seed, check the replay against the plugin, then replay the link-order
+    trace under draws of every layout and print cost against entropy."""
+    if not REPLAY.is_file():
+        subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")], check=True)
+    t0 = time.monotonic()
+    link = capture(kernel, workload, "nofgkaslr", "nofgkaslr")
+    fg = capture(kernel, workload, "fg", f"fgkaslr_seed={libfgk.random_seed()}")
+    tl, tf = TRACES / f"{workload}-nofgkaslr.trc", TRACES / f"{workload}-fg.trc"
+    off = link["offset"]
+    text = Text(kernel)
+    work = TRACES / "replay"
+    work.mkdir(exist_ok=True)
+    cpi = lambda c: c["cycles"] / c["insns"]  # noqa: E731
+    l1k = lambda c: per_ki(c["l1i_miss"], c["insns"])  # noqa: E731
+    foot = work / f"{workload}-link.lines"
+    # hot lines: fetched in at least half as many block executions as the
+    # workload has iterations (a line of every iteration's path)
+    count = [x.split()[2] for x in WORKLOAD.splitlines() if x.startswith(f"$W {workload} ")]
+    hot_n = max(int(count[0]) // 2, 1) if count else 100
+    base = replay(tl, lines=foot, sets=work / f"{workload}-link.sets", hot=hot_n)
+    print(f"remedies: {workload}, {kernel}; trace {tl.stat().st_size >> 20} MiB, "
+          f"{base['insns']:,} kernel instructions, {base['blocks']:,} blocks; "
+          f"{len(text.secs)} randomized sections")
+    print("check: the replay against the plugin (caches cold at the trace's start, warm in the plugin):")
+
+    def cmp(what, rep, plug):
+        print(f"  {what:44} insns {rep['insns']:>11,} vs {plug['insns']:>11,}; L1i/ki {l1k(rep):6.2f} vs "
+              f"{l1k(plug):6.2f}; CPI {cpi(rep):.4f} vs {cpi(plug):.4f} ({100 * (cpi(rep) - cpi(plug)) / cpi(plug):+.2f}%)")
+
+    cmp("link order: its trace, replayed as is", base, link["plugin"])
+    own = replay(tf)
+    cmp("seed run: its trace, replayed as is", own, fg["plugin"])
+    m = work / "fgseed.map"
+    text.write_map(m, text.real(fg["seed"]), {}, off)
+    moved = replay(tl, m)
+    cmp("link-order trace under the seed's layout", moved, fg["plugin"])
+    text.write_map(m, text.real(fg["seed"]), {}, fg["offset"], inverse=True)
+    back = replay(tf, m)
+    cmp("seed run's trace under link order", back, link["plugin"])
+    print("  (the last two rows: each run's stream under the other's layout, the seed's computed by\n"
+          "   libfgk; the streams differ by TCG timing: wake-ups, idle, interrupts)")
+    print(f"  FG seed run vs link-order run, plugin: CPI {100 * (cpi(fg['plugin']) - cpi(link['plugin'])) / cpi(link['plugin']):+.2f}%;"
+          f" replay of one stream under both layouts: {100 * (cpi(moved) - cpi(base)) / cpi(base):+.2f}% "
+          f"(the link-order run's), {100 * (cpi(own) - cpi(back)) / cpi(back):+.2f}% (the seed run's)")
+
+    hot = fetched_sections(text, foot, off)
+    rng = random.Random(rseed)
+    n = len(text.secs)
+    results = collections.defaultdict(list)
+    ent = {"link order (nofgkaslr)": 0.0, "full shuffle (libfgk, real seeds)": log2_fact(n)}
+    results["link order (nofgkaslr)"].append(base)
+    full_files = []
+    for d in range(draws):
+        seed = f"{rng.getrandbits(256):064x}"
+        mp, li, se = work / f"full{d}.map", work / f"full{d}.lines", work / f"full{d}.sets"
+        new = text.real(seed)
+        text.write_map(mp, new, {}, off)
+        r = replay(tl, mp, li, se, hot_n)
+        r["seed"] = seed
+        results["full shuffle (libfgk, real seeds)"].append(r)
+        full_files.append((r, new, li, se))
+        for g in groups:
+            for name, (order, cw) in remedy_orders(text, hot, rng, g).items():
+                if name in ent and not name.startswith("runs of"):
+                    if g != groups[0]:
+                        continue
+                ent.update({k: v for k, v in entropies(text, hot, g).items() if k == name})
+                new, newcold = text.pack(order, cw)
+                text.write_map(mp, new, newcold, off)
+                results[name].append(replay(tl, mp))
+        print(f"  draw {d + 1}/{draws} done ({time.monotonic() - t0:.0f} s)", flush=True)
+
+    bc = cpi(base)
+    print(f"cost against entropy ({workload}; Δ = estimated kernel cycles per instruction vs link "
+          f"order, replayed; {draws} draws each (random.Random({rseed})); hot set = the {len(hot)} "
+          f"sections this trace fetches, i.e. an oracle profile):")
+    print(f"  {'layout':40} {'entropy bits':>12} {'L1i/ki':>7} {'Δ median':>9} {'min..max':>17} {'> 1%':>5}")
+    table = []
+    for name in sorted(results, key=lambda k: ent[k]):
+        rs = results[name]
+        ds = [100 * (cpi(r) - bc) / bc for r in rs]
+        l1 = statistics.median(l1k(r) for r in rs)
+        row_ = {"layout": name, "entropy_bits": ent[name], "l1i_per_ki": l1,
+                "delta_median": statistics.median(ds), "delta_min": min(ds), "delta_max": max(ds),
+                "over_1pct": sum(d > 1 for d in ds), "draws": len(ds)}
+        table.append(row_)
+        print(f"  {name:40} {ent[name]:12,.0f} {l1:7.2f} {statistics.median(ds):+8.2f}% "
+              f"{min(ds):+7.2f}..{max(ds):+7.2f}% {sum(d > 1 for d in ds):>2}/{len(ds)}")
+
+    # cause: the worst full-shuffle draw against link order
+    worst = max(full_files, key=lambda x: cpi(x[0]))
+    r, new, li, se = worst
+    print(f"hot lines: fetched in >= {hot_n:,} block executions (half the workload's iterations)")
+    print(f"cause: the worst of {draws} real layouts (seed {r['seed'][:16]}…, "
+          f"Δ {100 * (cpi(r) - bc) / bc:+.2f}%, L1i/ki {l1k(r):.2f} vs {l1k(base):.2f}):")
+    mb, mw = fetched_sections(text, foot, off), fetched_sections(text, li, off)
+    extra = sorted(set(mb) | set(mw), key=lambda i: mb.get(i, 0) - mw.get(i, 0))
+    print("  functions with the most extra L1i misses (worst layout vs link order):")
+    for i in extra[:12]:
+        s = text.secs[i]
+        print(f"    {s.name[len('.text.'):]:40} {mw.get(i, 0):>8,} vs {mb.get(i, 0):>8,}  "
+              f"size {s.size:>5}  set {((new[i]) >> 6) & 63:>2}..{((new[i] + s.size - 1) >> 6) & 63:<2} "
+              f"(link order {((s.addr) >> 6) & 63}..{((s.addr + s.size - 1) >> 6) & 63})")
+
+    def setrows(path):
+        return [tuple(map(int, ln.split())) for ln in Path(path).read_text().splitlines()]
+
+    for label, path in (("link order", work / f"{workload}-link.sets"), ("worst layout", se)):
+        rows_ = setrows(path)
+        over = [x for x in rows_ if x[1] > 8]
+        tot = sum(x[2] for x in rows_)
+        print(f"  {label}: {len(over)} of 64 L1i sets have more than 8 hot lines; they take "
+              f"{100 * sum(x[2] for x in over) / tot:.0f}% of the misses; lines per set "
+              f"{min(x[1] for x in rows_)}..{max(x[1] for x in rows_)}")
+    top = sorted(setrows(se), key=lambda x: -x[2])[:4]
+    ls = line_sets(text, foot, off, new, hot_n)
+    for k, nlines, miss in top:
+        fs = collections.Counter()
+        for i, _ in ls[k]:
+            fs[text.secs[i].name[len(".text."):] if i is not None else "(not randomized)"] += 1
+        print(f"    set {k:2}: {nlines} hot lines, {miss:,} misses; hot lines of: "
+              + ", ".join(f"{f} ({c})" for f, c in fs.most_common(8)))
+    if jpath:
+        Path(jpath).write_text(json.dumps({"workload": workload, "check": {
+            "link_plugin": link["plugin"], "link_replay": base, "seed_plugin": fg["plugin"],
+            "seed_replay": own, "link_trace_seed_layout": moved, "seed_trace_link_layout": back,
+            "seed": fg["seed"]},
+            "table": table}, indent=1))
+    print(f"remedies: {time.monotonic() - t0:.0f} s")
+    return 0
+
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -269,7 +624,17 @@ def main():
     ap.add_argument("--json", help="also write every run's counters here")
     ap.add_argument("--wall", type=int, metavar="ROUNDS",
                     help="wall-clock phases of FG vs nofgkaslr, no plugin (see above)")
+    ap.add_argument("--remedies", metavar="WORKLOAD",
+                    help="trace WORKLOAD and replay it under remedy layouts (see docs)")
+    ap.add_argument("--draws", type=int, default=8, help="--remedies: layouts drawn per remedy")
+    ap.add_argument("--groups", default="4,16,64", help="--remedies: run lengths to shuffle")
+    ap.add_argument("--remedy-seed", type=int, default=1, help="--remedies: the draws' RNG seed")
     a = ap.parse_args()
+    if a.remedies:
+        if a.remedies not in [name for _, name, _ in WORKLOADS]:
+            ap.error(f"--remedies {a.remedies}: not a workload ({', '.join(n for _, n, _ in WORKLOADS)})")
+        return remedies_main(Path(a.kernel), a.remedies, a.draws,
+                             [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json)
     if a.wall:
         runs = wall_main(Path(a.kernel), a.wall)
         if a.json:
@@ -287,7 +652,7 @@ def main():
         return 0
     nofg = Path(a.nofg) if a.nofg else (REPO / "build" / f"{kernel.name}-nofg")
     nofg = nofg if (nofg / "bzImage").is_file() else None
-    seeds = [f"{random.getrandbits(64):016x}" for _ in range(a.seeds)]
+    seeds = [libfgk.random_seed() for _ in range(a.seeds)]   # 64 hex digits (the kernel ignores any other fgkaslr_seed=)
     runs = {"nofgkaslr": [], "fg": [], "no-FG build": []}
     hdr = (f"  {'run':14} {'kernel insns':>13} {'L1i/ki':>7} {'L2i/ki':>7} {'iTLB/ki':>7}"
            f" {'est. cycles':>14} {'CPI':>6} {'xpg/ki':>7} {'wall s':>7}")

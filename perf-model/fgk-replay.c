@@ -3,19 +3,22 @@
  * code moved by a map: the cost of one workload's instruction stream under
  * another text layout (docs/runtime-cost.md, "Remedies").
  *
- *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE] [--text-page 2M|4K] TRACE
+ *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--text-page 2M|4K] TRACE
  *
  * --map FILE: lines "OLD_START OLD_END NEW_START" (hex, half-open ranges,
  *   no overlaps, any order): an instruction at OLD_START + d with d below
  *   OLD_END - OLD_START is fetched at NEW_START + d; every other address
  *   stays.  '#' lines and blank lines are ignored.
  * --lines FILE: the L1i misses per 64-byte line of the trace's own
- *   addresses (before the map: "LINE MISSES", hex and decimal, by line),
- *   charged to the line of the instruction whose fetch missed.
+ *   addresses (before the map: "LINE MISSES FETCHES", hex, decimal,
+ *   decimal, by line), charged to the line of the instruction whose fetch
+ *   missed; FETCHES: in how many block executions an instruction starting
+ *   in that line ran.  Lines that never missed are left out (with the
+ *   caches cold at the start, every fetched line misses once).
  * --sets FILE: per L1i set (0..63) of the fetched (mapped) addresses,
  *   "SET LINES MISSES": how many distinct lines of that set the trace
- *   fetches, and the L1i misses in it; more than 8 lines (the ways) can
- *   thrash the set.
+ *   fetches in at least N block executions (--hot N, default 1), and the
+ *   L1i misses in it; more hot lines than its 8 ways can thrash a set.
  * --text-page: as fgk-perf's text_page= (default 2M): the kernel image
  *   0xffffffff80000000..0xffffffffc0000000 on 2 MiB pages, the rest 4 KiB.
  *
@@ -142,7 +145,7 @@ struct ltab {
     uint64_t *key, *val;
     size_t cap, n;
 };
-static struct ltab miss_lines, fetched_lines;
+static struct ltab miss_lines, fetched_lines, orig_fetched;
 
 static void line_add(struct ltab *t, uint64_t line)
 {
@@ -192,7 +195,7 @@ static int u64_cmp(const void *a, const void *b)
 int main(int argc, char **argv)
 {
     const char *map_path = NULL, *lines_path = NULL, *sets_path = NULL, *trace_path = NULL;
-    uint64_t set_miss[64] = {0}, set_lines[64] = {0};
+    uint64_t set_miss[64] = {0}, set_lines[64] = {0}, hot = 1;
     unsigned text_shift = 21;
     struct range *map = NULL;
     size_t nmap = 0, nblocks = 0, cap = 0;
@@ -212,6 +215,14 @@ int main(int argc, char **argv)
             lines_path = argv[++i];
         else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
             sets_path = argv[++i];
+        else if (!strcmp(argv[i], "--hot") && i + 1 < argc) {
+            char *end;
+            hot = strtoull(argv[++i], &end, 10);
+            if (!*argv[i] || *end || !hot) {
+                fprintf(stderr, "%s: --hot %s: a count of block executions, 1 or more\n", prog, argv[i]);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--text-page") && i + 1 < argc) {
             i++;
             if (!strcmp(argv[i], "2M"))
@@ -225,13 +236,13 @@ int main(int argc, char **argv)
         } else if (argv[i][0] != '-' && !trace_path)
             trace_path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE] [--text-page 2M|4K] TRACE\n",
+            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--text-page 2M|4K] TRACE\n",
                     prog);
             return 2;
         }
     }
     if (!trace_path) {
-        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE] [--text-page 2M|4K] TRACE\n",
+        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--text-page 2M|4K] TRACE\n",
                 prog);
         return 2;
     }
@@ -285,10 +296,15 @@ int main(int argc, char **argv)
         }
         struct block *b = &blocks[id - 1];
         struct machine *mm = &m[vcpu];
+        uint64_t prev_line = ~0ULL, prev_orig = ~0ULL;
         execs++;
         for (unsigned i = 0; i < b->n; i++) {
             uint64_t before = mm->l1i.misses;
             machine_fetch(mm, b->addr[i], b->size[i], b->shift);
+            if (lines_path && (b->orig[i] >> 6) != prev_orig) {   /* once per block execution */
+                prev_orig = b->orig[i] >> 6;
+                line_add(&orig_fetched, prev_orig);
+            }
             if (mm->l1i.misses != before) {
                 if (lines_path)
                     line_add(&miss_lines, b->orig[i] >> 6);
@@ -296,9 +312,13 @@ int main(int argc, char **argv)
                 set_miss[((b->addr[i] + (b->size[i] ? b->size[i] : 1) - 1) >> 6) & 63] +=
                     mm->l1i.misses - before;
             }
-            if (sets_path) {
-                line_add(&fetched_lines, b->addr[i] >> 6);
-                line_add(&fetched_lines, (b->addr[i] + (b->size[i] ? b->size[i] : 1) - 1) >> 6);
+            if (sets_path) {   /* once per block execution */
+                uint64_t l0 = b->addr[i] >> 6, l1 = (b->addr[i] + (b->size[i] ? b->size[i] : 1) - 1) >> 6;
+                if (l0 != prev_line)
+                    line_add(&fetched_lines, l0);
+                if (l1 != l0)
+                    line_add(&fetched_lines, l1);
+                prev_line = l1;
             }
         }
     }
@@ -322,7 +342,7 @@ int main(int argc, char **argv)
         if (!o)
             die(sets_path, "cannot create");
         for (size_t i = 0; i < fetched_lines.cap; i++)
-            if (fetched_lines.key[i])
+            if (fetched_lines.key[i] && fetched_lines.val[i] >= hot)
                 set_lines[(fetched_lines.key[i] - 1) & 63]++;
         for (int k = 0; k < 64; k++)
             fprintf(o, "%d %" PRIu64 " %" PRIu64 "\n", k, set_lines[k], set_miss[k]);
@@ -342,8 +362,16 @@ int main(int argc, char **argv)
                 k++;
             }
         qsort(pairs, k, 2 * sizeof *pairs, u64_cmp);
-        for (size_t i = 0; i < k; i++)
-            fprintf(o, "%016" PRIx64 " %" PRIu64 "\n", pairs[2 * i] << 6, pairs[2 * i + 1]);
+        for (size_t i = 0; i < k; i++) {
+            uint64_t fetches = 0, key = pairs[2 * i] + 1;
+            size_t h = (key * 0x9e3779b97f4a7c15ULL) & (orig_fetched.cap - 1);
+            while (orig_fetched.key[h] && orig_fetched.key[h] != key)
+                h = (h + 1) & (orig_fetched.cap - 1);
+            if (orig_fetched.key[h])
+                fetches = orig_fetched.val[h];
+            fprintf(o, "%016" PRIx64 " %" PRIu64 " %" PRIu64 "\n", pairs[2 * i] << 6,
+                    pairs[2 * i + 1], fetches);
+        }
         if (fclose(o))
             die(lines_path, "cannot write");
     }

@@ -218,8 +218,10 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
         assert same[f] == rep[f], (f, same, rep)
     assert same["execs"] == rep["trace_execs"]
     per_line = [l.split() for l in lines.read_text().splitlines()]
-    assert sum(int(n) for _, n in per_line) == same["l1i_miss"]
-    assert all(int(a, 16) % 64 == 0 and 0xF0000 <= int(a, 16) < 0x100000 for a, _ in per_line)
+    assert sum(int(n) for _, n, _ in per_line) == same["l1i_miss"]
+    assert all(int(a, 16) % 64 == 0 and 0xF0000 <= int(a, 16) < 0x100000 for a, _, _ in per_line)
+    # the body's second line: one miss (cold), fetched on each of the 12 passes
+    assert ["00000000000f0040", "1", "12"] in per_line, per_line[:3]
 
     fold = tmp_path / "fold.map"
     fold.write_text("# nine body lines into set 0\n" + "".join(
@@ -233,6 +235,13 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     assert per_set[0] == (12, 12 * 12), per_set[0]
     assert all(m == n for k, (n, m) in per_set.items() if k), per_set
     assert sum(m for _, m in per_set.values()) == moved["l1i_miss"]
+    # --hot N: only lines fetched in N block executions or more; each of the
+    # 12 is fetched on all 12 passes (a line split between two blocks: twice
+    # a pass), none in 100
+    for hot, want in ((12, 12), (100, 0)):
+        replay("--map", fold, "--sets", sets, "--hot", hot)
+        got = {int(k): int(n) for k, n, _ in (l.split() for l in sets.read_text().splitlines())}
+        assert got[0] == want, (hot, got[0])
     assert moved["insns"] == same["insns"]
     assert moved["l1i_miss"] == same["l1i_miss"] + 12 * 11, (moved, same)
     assert moved["itlb_miss"] == same["itlb_miss"] + 9, (moved, same)
