@@ -331,8 +331,9 @@ def log2_fact(n):
     return math.lgamma(n + 1) / math.log(2)
 
 
-def replay(trace, mapfile=None, lines=None, sets=None, hot=None):
-    cmd = [str(REPLAY)]
+def replay(trace, mapfile=None, lines=None, sets=None, hot=None, warm=True):
+    """fgk-replay's counters; warm: caches as the trace leaves them (--warm)."""
+    cmd = [str(REPLAY)] + (["--warm"] if warm else [])
     for opt, v in (("--map", mapfile), ("--lines", lines), ("--sets", sets), ("--hot", hot)):
         if v:
             cmd += [opt, str(v)]
@@ -502,11 +503,13 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
     # workload has iterations (a line of every iteration's path)
     count = [x.split()[2] for x in WORKLOAD.splitlines() if x.startswith(f"$W {workload} ")]
     hot_n = max(int(count[0]) // 2, 1) if count else 100
-    base = replay(tl, lines=foot, sets=work / f"{workload}-link.sets", hot=hot_n)
+    replay(tl, lines=foot, warm=False)   # every fetched line, with its fetch count
+    base = replay(tl, lines=work / f"{workload}-link.misses", sets=work / f"{workload}-link.sets",
+                  hot=hot_n)
     print(f"remedies: {workload}, {kernel}; trace {tl.stat().st_size >> 20} MiB, "
           f"{base['insns']:,} kernel instructions, {base['blocks']:,} blocks; "
           f"{len(text.secs)} randomized sections")
-    print("check: the replay against the plugin (caches cold at the trace's start, warm in the plugin):")
+    print("check: the replay (fgk-replay --warm: caches as the trace leaves them) against the plugin:")
 
     def cmp(what, rep, plug):
         print(f"  {what:44} insns {rep['insns']:>11,} vs {plug['insns']:>11,}; L1i/ki {l1k(rep):6.2f} vs "
@@ -515,7 +518,7 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
     cmp("link order: its trace, replayed as is", base, link["plugin"])
     own = replay(tf)
     cmp("seed run: its trace, replayed as is", own, fg["plugin"])
-    m = work / "fgseed.map"
+    m = work / f"{workload}-fgseed.map"
     text.write_map(m, text.real(fg["seed"]), {}, off)
     moved = replay(tl, m)
     cmp("link-order trace under the seed's layout", moved, fg["plugin"])
@@ -528,6 +531,13 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
           f" replay of one stream under both layouts: {100 * (cpi(moved) - cpi(base)) / cpi(base):+.2f}% "
           f"(the link-order run's), {100 * (cpi(own) - cpi(back)) / cpi(back):+.2f}% (the seed run's)")
 
+    real = text.real(fg["seed"])
+    packed, _ = text.pack(sorted(real, key=real.get))
+    linkp, _ = text.pack(range(len(text.secs)))
+    print(f"  the remedies' packer: the seed's order packed = libfgk's layout: {packed == real}; "
+          f"link order packed = the link addresses: {all(linkp[i] == s.addr for i, s in enumerate(text.secs))}"
+          f"; {len(text.cold)} functions have a .cold part, "
+          f"{len(set(text.objs)) if text.objs else 'no'} object files")
     hot = fetched_sections(text, foot, off)
     rng = random.Random(rseed)
     n = len(text.secs)
@@ -537,7 +547,7 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
     full_files = []
     for d in range(draws):
         seed = f"{rng.getrandbits(256):064x}"
-        mp, li, se = work / f"full{d}.map", work / f"full{d}.lines", work / f"full{d}.sets"
+        mp, li, se = (work / f"{workload}-full{d}.{x}" for x in ("map", "lines", "sets"))
         new = text.real(seed)
         text.write_map(mp, new, {}, off)
         r = replay(tl, mp, li, se, hot_n)
@@ -578,7 +588,7 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
     print(f"hot lines: fetched in >= {hot_n:,} block executions (half the workload's iterations)")
     print(f"cause: the worst of {draws} real layouts (seed {r['seed'][:16]}…, "
           f"Δ {100 * (cpi(r) - bc) / bc:+.2f}%, L1i/ki {l1k(r):.2f} vs {l1k(base):.2f}):")
-    mb, mw = fetched_sections(text, foot, off), fetched_sections(text, li, off)
+    mb, mw = fetched_sections(text, work / f"{workload}-link.misses", off), fetched_sections(text, li, off)
     extra = sorted(set(mb) | set(mw), key=lambda i: mb.get(i, 0) - mw.get(i, 0))
     print("  functions with the most extra L1i misses (worst layout vs link order):")
     for i in extra[:12]:
@@ -597,6 +607,14 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
         print(f"  {label}: {len(over)} of 64 L1i sets have more than 8 hot lines; they take "
               f"{100 * sum(x[2] for x in over) / tot:.0f}% of the misses; lines per set "
               f"{min(x[1] for x in rows_)}..{max(x[1] for x in rows_)}")
+    # conflict: hot lines beyond a set's 8 ways, summed over the sets, per real layout
+    over8 = lambda path: sum(max(0, x[1] - 8) for x in setrows(path))  # noqa: E731
+    pairs = sorted((100 * (cpi(x[0]) - bc) / bc, over8(x[3])) for x in full_files)
+    print(f"  hot lines beyond 8 ways (summed over sets): link order {over8(work / f'{workload}-link.sets')}; "
+          "real layouts (Δ, lines): " + ", ".join(f"{d:+.1f}% {o}" for d, o in pairs))
+    if len(pairs) > 2 and len({o for _, o in pairs}) > 1:
+        print(f"  correlation of Δ with those lines over the real layouts: "
+              f"r = {statistics.correlation([d for d, _ in pairs], [o for _, o in pairs]):.2f}")
     top = sorted(setrows(se), key=lambda x: -x[2])[:4]
     ls = line_sets(text, foot, off, new, hot_n)
     for k, nlines, miss in top:

@@ -3,7 +3,7 @@
  * code moved by a map: the cost of one workload's instruction stream under
  * another text layout (docs/runtime-cost.md, "Remedies").
  *
- *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--text-page 2M|4K] TRACE
+ *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--warm] [--text-page 2M|4K] TRACE
  *
  * --map FILE: lines "OLD_START OLD_END NEW_START" (hex, half-open ranges,
  *   no overlaps, any order): an instruction at OLD_START + d with d below
@@ -23,7 +23,9 @@
  *   0xffffffff80000000..0xffffffffc0000000 on 2 MiB pages, the rest 4 KiB.
  *
  * Each vCPU of the trace gets its own model, as in the plugin; the caches
- * start empty (the plugin's are warm from what ran before the segment).
+ * start empty (the plugin's are warm from what ran before the segment), or
+ * with --warm as the trace leaves them: it is run twice, the second time
+ * counted.
  * Prints key=value lines: insns, l1i_miss, l2_miss, itlb_miss, stlb_miss,
  * cycles, execs, blocks.  Bad input: one line naming the file, exit 1.
  */
@@ -196,6 +198,7 @@ int main(int argc, char **argv)
 {
     const char *map_path = NULL, *lines_path = NULL, *sets_path = NULL, *trace_path = NULL;
     uint64_t set_miss[64] = {0}, set_lines[64] = {0}, hot = 1;
+    bool warm = false;
     unsigned text_shift = 21;
     struct range *map = NULL;
     size_t nmap = 0, nblocks = 0, cap = 0;
@@ -213,6 +216,8 @@ int main(int argc, char **argv)
             map_path = argv[++i];
         else if (!strcmp(argv[i], "--lines") && i + 1 < argc)
             lines_path = argv[++i];
+        else if (!strcmp(argv[i], "--warm"))
+            warm = true;
         else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
             sets_path = argv[++i];
         else if (!strcmp(argv[i], "--hot") && i + 1 < argc) {
@@ -236,13 +241,13 @@ int main(int argc, char **argv)
         } else if (argv[i][0] != '-' && !trace_path)
             trace_path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--text-page 2M|4K] TRACE\n",
+            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--warm] [--text-page 2M|4K] TRACE\n",
                     prog);
             return 2;
         }
     }
     if (!trace_path) {
-        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--text-page 2M|4K] TRACE\n",
+        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--warm] [--text-page 2M|4K] TRACE\n",
                 prog);
         return 2;
     }
@@ -254,12 +259,33 @@ int main(int argc, char **argv)
     if (fread(magic, 1, 8, f) != 8 || memcmp(magic, "FGKTRC1\n", 8))
         die(trace_path, "not an fgk-perf trace (no FGKTRC1 header)");
     machine_default_penalties(&pen);
+    for (int pass = warm ? 0 : 1; pass < 2; pass++) {
+    bool counting = pass == 1;
+    if (pass == 1 && warm) {   /* again, from warm caches, counting from zero */
+        if (fseek(f, 8, SEEK_SET))
+            die(trace_path, "cannot seek");
+        execs = 0;
+        for (int v = 0; v < NVCPU; v++) {
+            struct cache *cs[] = {&m[v].l1i, &m[v].l1d, &m[v].l2, &m[v].itlb4k, &m[v].itlb2m, &m[v].stlb};
+            if (!used[v])
+                continue;
+            for (size_t c = 0; c < sizeof cs / sizeof *cs; c++)
+                cs[c]->accesses = cs[c]->misses = 0;
+            m[v].insns = m[v].l2_data_accesses = m[v].l2_data_misses = 0;
+            m[v].itlb_misses = m[v].stlb_misses = 0;
+        }
+    }
     while (fread(&w, 4, 1, f) == 1) {
         if (w == 0xffffffffu) {
             uint32_t h[4];
             struct block *b;
             if (fread(h, 4, 4, f) != 4)
                 die(trace_path, "truncated block definition");
+            if (pass == 1 && warm && h[0] <= nblocks) {   /* defined in the first pass */
+                if (fseek(f, (blocks[h[0] - 1].n + 3) / 4 * 4, SEEK_CUR))
+                    die(trace_path, "truncated block definition");
+                continue;
+            }
             if (h[0] != nblocks + 1)
                 die(trace_path, "block ids out of sequence");
             if (!h[1] || h[1] > 4096)
@@ -301,6 +327,8 @@ int main(int argc, char **argv)
         for (unsigned i = 0; i < b->n; i++) {
             uint64_t before = mm->l1i.misses;
             machine_fetch(mm, b->addr[i], b->size[i], b->shift);
+            if (!counting)
+                continue;
             if (lines_path && (b->orig[i] >> 6) != prev_orig) {   /* once per block execution */
                 prev_orig = b->orig[i] >> 6;
                 line_add(&orig_fetched, prev_orig);
@@ -324,6 +352,7 @@ int main(int argc, char **argv)
     }
     if (ferror(f))
         die(trace_path, "read error");
+    }
     fclose(f);
 
     uint64_t insns = 0, l1i = 0, l2 = 0, itlb = 0, stlb = 0, cycles = 0;

@@ -246,6 +246,12 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     assert moved["l1i_miss"] == same["l1i_miss"] + 12 * 11, (moved, same)
     assert moved["itlb_miss"] == same["itlb_miss"] + 9, (moved, same)
 
+    # --warm: the trace twice, the second counted: the 8 KiB loop then never
+    # misses; folded, set 0's 12 lines miss on every one of the 12 passes
+    assert replay("--warm")["l1i_miss"] == 0
+    warm = replay("--warm", "--map", fold)
+    assert warm["l1i_miss"] == 12 * 12 and warm["insns"] == same["insns"], warm
+
     bad = tmp_path / "bad.map"
     bad.write_text("f0000 f0040 400000\nf0020 f0060 500000\n")
     r = subprocess.run([str(REPLAY), "--map", str(bad), str(trc)], capture_output=True, text=True)
