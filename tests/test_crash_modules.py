@@ -447,7 +447,16 @@ def test_crash_keeps_the_module_init_frame(tmp_path):
     where crash's own module data (--no-modules, `sym -m`: "MODULE INIT
     START" before 6.4, "MODULE INIT_TEXT START" on struct module_memory)
     says the init text is, plus its offset in the .ko's .init.text (6.12:
-    the 16-byte __pfx_ padding), with its source file."""
+    the 16-byte __pfx_ padding), with its source file.
+
+    The guest boots with nofgkaslr (test_crash_through_module covers the
+    shuffled module): its modules are laid out in the loader's index order,
+    and fgk crash used to hand crash a link to the original .ko, whose
+    .text.* functions crash does not place and whose DWARF 6.12's placed
+    sections (__patchable_function_entries, .data at 0x10/0x88) kept gdb
+    from relocating.  Now it relinks the module in that order with every
+    section at address 0: bt -l, sym and dis -l of the core text functions
+    give the lines addr2line -j gives on the .ko."""
     require_tools()
     require_fg()
     ko = module_ko()
@@ -455,12 +464,14 @@ def test_crash_keeps_the_module_init_frame(tmp_path):
     (tmp_path / "g.sh").write_text("insmod /fgk/fgk_test.ko oops=1\necho survived\n")
     r = run(REPO / "qemu-profiles" / "run", "dump", "--dump-dir", d, "--init",
             tmp_path / "g.sh", "--file", f"{ko}:/fgk/fgk_test.ko", "--timeout", "240",
-            "--seed", secrets.token_hex(32), "--kernel", KERNEL_DIR / "bzImage")
+            "--append", "nofgkaslr", "--kernel", KERNEL_DIR / "bzImage")
     assert r.returncode == 0, f"no dump taken: {r.stderr}"
     log = (d / "serial.log").read_text()
     m = re.search(r"fgk_test_init\+(0x[0-9a-f]+)/0x[0-9a-f]+ \[fgk_test\]", log)
     assert m, "no fgk_test_init frame on the console"
     init_off = int(m.group(1), 16)
+    offs = {f: off for f, off, _ in frames_of(log)}
+    assert {"fgk_test_oops", "fgk_test_fire"} <= set(offs), log[-3000:]
     e = dict(os.environ, FGK_CACHE_DIR=str(tmp_path / "cache"))
     cmds = tmp_path / "cmds"
     cmds.write_text("sym -m fgk_test\nexit\n")
@@ -472,14 +483,17 @@ def test_crash_keeps_the_module_init_frame(tmp_path):
     # fgk_test_init and the names at its address in the .ko (init_module,
     # module_init()'s alias)
     funcs = elf_sections(ko)[1]
-    value = {f[0]: (f[1], f[2]) for f in funcs}["fgk_test_init"]
+    where = {f[0]: (f[1], f[2]) for f in funcs}
+    value = where["fgk_test_init"]
     assert value[0] == ".init.text", value
     init_fn = init_start + value[1]
     aliases = {f[0] for f in funcs if (f[1], f[2]) == value}
-    cmds.write_text("bt\nsym fgk_test_init\nexit\n")
-    r = run(FGK, "crash", "-q", d / "vmcore.kdump", VMLINUX, "-i", cmds,
-            "--crash", CRASH, env=e)
+    cmds.write_text("bt -l\nsym fgk_test_init\nsym fgk_test_fire\ndis -l fgk_test_oops\nexit\n")
+    r = run(FGK, "crash", d / "vmcore.kdump", VMLINUX, "-i", cmds, "--crash", CRASH, env=e)
     out = r.stdout
+    m = re.search(r"\((\d+) relinked in the dump's order\)", r.stderr)
+    assert "seed - (disabled in VMCOREINFO)" in r.stderr and m and int(m.group(1)) >= 1, \
+        r.stderr
     assert re.search(rf"^{init_fn:016x} \(\w\) fgk_test_init \[fgk_test\] \S*test_fgkaslr_module\.c",
                      out, re.M), out[-3000:] + r.stderr
     frames = re.findall(r"^\s*#(\d+) \[[0-9a-f]+\] (\S+) at ([0-9a-f]+)", out, re.M)
@@ -494,3 +508,35 @@ def test_crash_keeps_the_module_init_frame(tmp_path):
         (after[1] == "_MODULE_INIT_START_fgk_test" and init_fn == init_start), \
         (after, aliases, out[-3000:])
     print(f"init frame #{after[0]} {after[1]} at {after[2]} = fgk_test_init+{init_off:#x}")
+    # the core text functions' lines: addr2line -j on the .ko (the
+    # innermost of an inline chain, as gdb's line table has it); at a return
+    # address, where the line table has several rows (6.12: lines 131, 132
+    # and 133 at fgk_test_fire+0xf), stock gdb's on the original .ko placed
+    # there, as test_crash_through_module's reference
+
+    def a2l(func, off):
+        return addr2line_one(ko, where[func][0], where[func][1] + off)[0]
+    got = {}
+    m = re.search(r"\[exception RIP: (\w+)\+(\d+)\]\n(?:\s+[A-Z].*\n)+?\s+(/\S+): (\d+)\n", out)
+    assert m and m.group(1) == "fgk_test_oops" and int(m.group(2)) == offs["fgk_test_oops"], \
+        out[-3000:]
+    got["exception RIP fgk_test_oops"] = (m.group(3, 4), a2l("fgk_test_oops", offs["fgk_test_oops"]))
+    m = re.search(r"^\s*#\d+ \[[0-9a-f]+\] fgk_test_fire at ([0-9a-f]+) \[fgk_test\]\n"
+                  r"\s+(/\S+): (\d+)$", out, re.M)
+    assert m, out[-3000:]
+    ret = int(m.group(1), 16)
+    fire = ret - offs["fgk_test_fire"]
+    sec = where["fgk_test_fire"][0]
+    ref = gdb_lines({"ko": ko, "dir": d, "caps": [
+        f"/sys/module/fgk_test/sections/{sec}:{fire - where['fgk_test_fire'][1]:#x}"]}, [ret])
+    got["bt fgk_test_fire"] = (m.group(2, 3), ref[ret])
+    m = re.search(r"^([0-9a-f]{16}) \(\w\) fgk_test_fire \[fgk_test\] (\S+): (\d+)$", out, re.M)
+    assert m and int(m.group(1), 16) == fire, out[-3000:]
+    got["sym fgk_test_fire"] = (m.group(2, 3), a2l("fgk_test_fire", 0))
+    m = re.search(r"crash> dis -l fgk_test_oops\n(\S+): (\d+)\n0x[0-9a-f]+ <fgk_test_oops>", out)
+    assert m, "dis -l output not understood: " + out[-3000:]
+    got["dis -l fgk_test_oops"] = (m.group(1, 2), a2l("fgk_test_oops", 0))
+    for what, (crash_fl, want) in got.items():
+        assert same_place(crash_fl, want), (what, crash_fl, want, out[-3000:])
+    print("nofgkaslr: " + ", ".join(f"{w} {g[1][1]}" for w, g in got.items()) +
+          " = addr2line -j (gdb at the return address)")

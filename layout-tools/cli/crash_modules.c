@@ -43,10 +43,43 @@ static struct fgk_error *os_error(int errnum, const char *path, const char *what
 }
 
 /*
+ * Whether crash needs the module relinked in layout l (its core text in
+ * the order the dump's kernel laid it out, unshuffled or not): crash
+ * places only a module's .text at its base (docs/fgk-crash.1.md), so
+ * every core text section other than .text must move into it; and gdb,
+ * crash's too, relocates a .ko's DWARF only when no section has an
+ * address of its own, which 6.12's module linker script gives
+ * __patchable_function_entries and .data (0x10, 0x88).  false: a link to
+ * the .ko serves (one .text, no section address), or no .text to relink
+ * into.
+ */
+static bool needs_relink(struct fgk_module *m, const struct fgk_module_layout *l)
+{
+	bool text = false, placed = false;
+
+	for (size_t k = 0; k < l->n; k++)
+		text |= !strcmp(l->secs[k].name, ".text");
+	if (!text)
+		return false;
+	if (l->nrandomized || l->n > 1)
+		return true;
+	for (size_t i = 1; i < fgk_module_section_count(m) && !placed; i++) {
+		struct fgk_section_info si;
+		struct fgk_error *err = fgk_module_section_info(m, i, &si);
+
+		if (err)
+			fgk_error_free(err);
+		else
+			placed = si.addr != 0;
+	}
+	return placed;
+}
+
+/*
  * One NAME.ko: checked against vmlinux, then put in mod_tmp/modules as
- * NAME.ko: relinked in the dump's order when the dump's kernel shuffled
- * it (crash places only a module's .text at its base: docs/fgk-crash.1.md),
- * else a link to it.
+ * NAME.ko: relinked in the dump's order (shuffled by the dump's seed, or
+ * the loader's index order when the dump's kernel did not shuffle) when
+ * crash needs that (needs_relink), else a link to it.
  */
 static struct fgk_error *collect_module(const char *path, const char *name, void *arg)
 {
@@ -60,8 +93,8 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 	if (err)
 		return err;
 	err = fgk_module_check(m, c->t.vm);
-	if (!err && c->shuffle && !c->layout)
-		err = fgk_module_layout_compute(m, &c->t.seed, &l);
+	if (!err && !c->layout)
+		err = fgk_module_layout_compute(m, c->shuffle ? &c->t.seed : NULL, &l);
 	if (err)
 		goto out;
 	c->nmodules++;
@@ -84,7 +117,7 @@ static struct fgk_error *collect_module(const char *path, const char *name, void
 		err = &fgk_enomem;
 		goto out;
 	}
-	if (l && l->nrandomized) {
+	if (l && needs_relink(m, l)) {
 		struct fgk_module_layout ext;
 
 		if (with_init_text(c, m, name, l, &ext)) {
