@@ -42,6 +42,11 @@ import fgkrun  # noqa: E402
 # the network: clients get the URL of a test's own server explicitly
 # (tests/debuginfod_server.py), every other process none.
 os.environ["DEBUGINFOD_URLS"] = ""
+# fgk-gdb indexes a relinked vmlinux in a background gdb after an attach
+# without an index (docs/fgk-gdb.md, "The gdb index"): in the suite that is
+# CPU the guests need, for files about to be deleted.  tests/test_gdb_index.py
+# turns it on and tests it.
+os.environ.setdefault("FGK_GDB_INDEX", "0")
 
 import fgkbase  # noqa: E402
 

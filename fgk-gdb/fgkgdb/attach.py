@@ -16,7 +16,8 @@ from .guest import (_vmlinux_from_debuginfod, check_banner, check_build_id,
                     read_boot_info, read_guest, verify_seed)
 from .modules import arm_module_breakpoint, load_all_modules
 from .state import STATE, State, _Parser, _relink_memo, _run, elf, say
-from .symbols import add_source_dir, load_kernel_scripts, load_symbols
+from .symbols import (add_source_dir, index_enabled, load_kernel_scripts, load_symbols,
+                      write_index_in_background)
 
 
 # --------------------------------------------------------------------------
@@ -151,12 +152,17 @@ def _load_shuffled(st, vm, seed, offset, early):
     st.layout = layout
     st.relinked = relinked
     if not early:
+        t = time.monotonic()
         res = verify_seed(elf(relinked), layout, offset, seed)
+        st.timings["verify"] = time.monotonic() - t
         st.verified = (f"{res.equal}/{res.total} code bytes of "
                        f"{len(res.per_section)} shuffled functions match")
     t = time.monotonic()
-    load_symbols(relinked, offset)
+    st.gdb_index = load_symbols(relinked, offset, index=True, build_id=vm.build_id)
     st.timings["symbol-file"] = time.monotonic() - t
+    if st.gdb_index != "used" and index_enabled() and \
+            write_index_in_background(relinked, vm.build_id):
+        st.gdb_index = "being written in the background, for the next attach"
     st.loaded = relinked
     say(f"seed {seed} ({st.seed_source}); {st.verified}")
     say(f"loaded {relinked} at offset {offset:#x} ({st.nsections} shuffled sections)")
@@ -168,11 +174,15 @@ def _after_load(st, no_modules, early):
     say(f"kernel offset {st.offset:#x} from {st.offset_source}")
     if src:
         say(f"sources: {src}")
+    t = time.monotonic()
     say(f"kernel gdb scripts: {load_kernel_scripts(st.vmlinux)}")
+    st.timings["scripts"] = time.monotonic() - t
     if no_modules:
         return
     if not early:
+        t = time.monotonic()
         n = load_all_modules(st.vmlinux)
+        st.timings["modules"] = time.monotonic() - t
         armed = arm_module_breakpoint()
         say(f"modules: {n} loaded" + (", later ones on do_init_module" if armed else ""))
     else:
@@ -301,6 +311,7 @@ each came from, the number of shuffled sections and of modules loaded."""
             ("seed", f"{s.seed} (from {s.seed_source})" if s.seed else "-"),
             ("offset", f"{off} (from {s.offset_source})"),
             ("verified", s.verified or "-"),
+            ("gdb index", s.gdb_index or "-"),
             ("shuffled sections", str(s.nsections)),
             ("modules", f"{sum(1 for k, _ in s.modules.values() if k)} loaded, "
                         f"{sum(1 for k, _ in s.modules.values() if not k)} without .ko"),

@@ -33,6 +33,7 @@ class State:
         self.modules = {}            # name -> (ko path or None, nsections)
         self.layout = None           # libfgk.Layout, when shuffled
         self.timings = {}
+        self.gdb_index = None        # how the relinked file's gdb index was used
 
     def runtime(self, link: int) -> int:
         """Runtime address of a link address of vmlinux."""

@@ -176,10 +176,28 @@ static char *dir_part(const char *path)
 		     : strdup(".");
 }
 
+/*
+ * fgk-gdb keeps gdb's index of an entry beside it, as <entry>.gdb-index
+ * (fgk-gdb/fgkgdb/symbols.py); it goes with its entry.
+ */
+#define GDB_INDEX_SUFFIX ".gdb-index"
+
+static void unlink_gdb_index(int dirfd, const char *entry)
+{
+	char *idx;
+
+	if (asprintf(&idx, "%s" GDB_INDEX_SUFFIX, entry) >= 0) {
+		unlinkat(dirfd, idx, 0);
+		free(idx);
+	}
+}
+
 /* A cache entry that failed verification: out of the way, or an error. */
 static struct fgk_error *drop_entry(const char *cache)
 {
 	struct stat st;
+
+	unlink_gdb_index(AT_FDCWD, cache);
 
 	if (lstat(cache, &st) < 0)
 		return errno == ENOENT ? NULL :
@@ -269,8 +287,10 @@ static void clean_build_id_dir(int rootfd, const char *name, time_t now,
 	while ((de = readdir(d)))
 		if (entry_name(de->d_name) &&
 		    fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && now - st.st_atime >= max_age)
+		    S_ISREG(st.st_mode) && now - st.st_atime >= max_age) {
 			unlinkat(fd, de->d_name, 0);
+			unlink_gdb_index(fd, de->d_name);
+		}
 	closedir(d);
 	/* rmdir fails on a non-empty one; the mtime check weakens the race
 	 * with a relink that just made it (as libdebuginfod does) */
