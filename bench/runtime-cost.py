@@ -17,6 +17,18 @@ hardware estimate).
 
   bench/runtime-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
   bench/runtime-cost.py --wall ROUNDS [--kernel DIR]
+  bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
+
+--remedies: the cause of a workload's cost and layouts that might lower it,
+by trace-driven replay (docs/runtime-cost.md, "Cause and remedies"): one
+guest run in link order (nofgkaslr) and one with a seed record the kernel
+blocks the workload executes (fgk-perf trace=, cached in
+build/perf-model/traces/); perf-model/fgk-replay runs the link-order trace
+through the same model under N draws of each layout family (libfgk's real
+layouts; shuffled runs of consecutive sections; whole object files; each
+function's .cold part next to it; the trace's own hot set packed first)
+and prints their cost against their entropy, then the worst real layout's
+extra misses by function and L1i set.
 
 --wall: where the wall-clock gap between FG-KASLR and nofgkaslr boots of the
 same image goes, without the plugin: ROUNDS interleaved pairs (order

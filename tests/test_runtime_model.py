@@ -269,3 +269,54 @@ def test_plugin_trace_arguments(plugin, tmp_path):
                             "-plugin", f"{plugin},{arg}"], capture_output=True, text=True, timeout=60)
         assert r.returncode != 0
         assert msg in r.stderr, r.stderr
+
+
+def test_remedy_layouts(kernel):
+    """bench/runtime-cost.py --remedies' layouts of the test kernel: its
+    placement of the seed's order is libfgk's layout and of link order the
+    link addresses; each remedy draw is an order of every section; by object
+    file keeps each object's sections together in link order; X.cold puts
+    each .cold part right after its function; entropies are log2(units!)."""
+    import importlib.util
+    import math
+    import random
+    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "runtime-cost.py")
+    rc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rc)
+    text = rc.Text(kernel)
+    n = len(text.secs)
+    assert n > 1000 and [s.addr for s in text.secs] == sorted(s.addr for s in text.secs)
+    seed = "00" * 31 + "2a"
+    real = text.real(seed)
+    assert sorted(real) == list(range(n))
+    assert text.pack(sorted(real, key=real.get))[0] == real
+    assert text.pack(range(n))[0] == {i: s.addr for i, s in enumerate(text.secs)}
+    hot = {0: 1, 5: 1, n - 1: 1}
+    orders = rc.remedy_orders(text, hot, random.Random(3), 16)
+    for name, (order, _) in orders.items():
+        assert sorted(order) == list(range(n)), name
+    assert orders["hot set packed"][0][:3] and set(orders["hot set packed"][0][:3]) == set(hot)
+    runs = orders["runs of 16 (link order inside)"][0]
+    assert all(runs[k + 1] == runs[k] + 1 for k in range(0, n - 1) if runs[k] % 16 != 15
+               and runs[k] != n - 1)
+    ent = rc.entropies(text, hot, 16)
+    assert ent["runs of 16 (link order inside)"] == pytest.approx(math.lgamma(-(-n // 16) + 1) / math.log(2))
+    assert ent["hot set packed"] == pytest.approx(rc.log2_fact(3) + rc.log2_fact(n - 3))
+    assert rc.log2_fact(4) == pytest.approx(math.log2(24))
+    if text.objs is None:
+        return          # no build tree: by object file is left out, and said so by its absence
+    obj = orders["by object file"][0]
+    seen, prev = set(), None
+    for i in obj:       # each object's positions in one run, ascending
+        o = text.objs[i]
+        if o != prev:
+            assert o not in seen, o
+            seen.add(o)
+        else:
+            assert i > last
+        prev, last = o, i
+    assert ent["by object file"] == pytest.approx(rc.log2_fact(len(set(text.objs))))
+    new, newcold = text.pack(orders["X.cold next to X"][0], True)
+    assert len(newcold) == len(text.cold) > 0
+    for i, a in newcold.items():
+        assert a == new[i] + text.secs[i].size
