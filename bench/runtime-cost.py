@@ -413,13 +413,15 @@ class Text:
                 p += self.cold[i].size
         return new, newcold
 
-    def write_map(self, path, new, newcold, offset, inverse=False):
-        """fgk-replay's --map from link order to `new` (inverse: back)."""
+    def write_map(self, path, new, newcold, offset, inverse=False, frm=None):
+        """fgk-replay's --map from link order (or the layout frm) to `new`
+        (inverse: back)."""
         with open(path, "w") as f:
             for i, a in new.items():
                 s = self.secs[i]
-                if a != s.addr:
-                    x, y = (a, s.addr) if inverse else (s.addr, a)
+                old = frm[i] if frm else s.addr
+                if a != old:
+                    x, y = (a, old) if inverse else (old, a)
                     f.write(f"{x + offset:x} {x + s.size + offset:x} {y + offset:x}\n")
             for i, a in newcold.items():
                 c = self.cold[i]
@@ -494,10 +496,11 @@ def line_sets(text, footprint, offset, new, hot_n):
     return out
 
 
-def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
+def remedies_main(kernel, workload, draws, groups, rseed, jpath=None, stream="link"):
     """Trace `workload` once in link order (nofgkaslr) and once with a real
     seed, check the replay against the plugin, then replay the link-order
-    trace under draws of every layout and print cost against entropy."""
+    trace (stream "seed": the seed run's) under draws of every layout and
+    print cost against entropy."""
     if not REPLAY.is_file():
         subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")], check=True)
     t0 = time.monotonic()
@@ -552,6 +555,14 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
           f"{len(set(text.objs)) if text.objs else 'no'} object files")
     hot = fetched_sections(text, foot, off)
     rng = random.Random(rseed)
+    frm = None
+    if stream == "seed":   # the seed run's trace, moved from its layout
+        frm, tl, off = text.real(fg["seed"]), tf, fg["offset"]
+        text.write_map(work / f"{workload}-tolink.map", {i: s.addr for i, s in enumerate(text.secs)},
+                       {}, off, frm=frm)
+        base = replay(tl, work / f"{workload}-tolink.map")
+        print(f"  stream: the seed run's trace ({base['insns']:,} kernel instructions), its link-order "
+              f"L1i/ki {l1k(base):.2f}")
     n = len(text.secs)
     results = collections.defaultdict(list)
     ent = {"link order (nofgkaslr)": 0.0, "full shuffle (libfgk, real seeds)": log2_fact(n)}
@@ -561,7 +572,7 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
         seed = f"{rng.getrandbits(256):064x}"
         mp, li, se = (work / f"{workload}-full{d}.{x}" for x in ("map", "lines", "sets"))
         new = text.real(seed)
-        text.write_map(mp, new, {}, off)
+        text.write_map(mp, new, {}, off, frm=frm)
         r = replay(tl, mp, li, se, hot_n)
         r["seed"] = seed
         results["full shuffle (libfgk, real seeds)"].append(r)
@@ -573,7 +584,7 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
                         continue
                 ent.update({k: v for k, v in entropies(text, hot, g).items() if k == name})
                 new, newcold = text.pack(order, cw)
-                text.write_map(mp, new, newcold, off)
+                text.write_map(mp, new, newcold, off, frm=frm)
                 results[name].append(replay(tl, mp))
         print(f"  draw {d + 1}/{draws} done ({time.monotonic() - t0:.0f} s)", flush=True)
 
@@ -594,6 +605,9 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None):
         print(f"  {name:40} {ent[name]:12,.0f} {l1:7.2f} {statistics.median(ds):+8.2f}% "
               f"{min(ds):+7.2f}..{max(ds):+7.2f}% {sum(d > 1 for d in ds):>2}/{len(ds)}")
 
+    if stream == "seed":
+        print("remedies: the cause analysis reads link-order addresses: with --stream link only")
+        return 0
     # cause: the worst full-shuffle draw against link order
     worst = max(full_files, key=lambda x: cpi(x[0]))
     r, new, li, se = worst
@@ -659,12 +673,14 @@ def main():
     ap.add_argument("--draws", type=int, default=8, help="--remedies: layouts drawn per remedy")
     ap.add_argument("--groups", default="4,16,64", help="--remedies: run lengths to shuffle")
     ap.add_argument("--remedy-seed", type=int, default=1, help="--remedies: the draws' RNG seed")
+    ap.add_argument("--stream", choices=("link", "seed"), default="link",
+                    help="--remedies: replay the link-order run's trace or the seed run's")
     a = ap.parse_args()
     if a.remedies:
         if a.remedies not in [name for _, name, _ in WORKLOADS]:
             ap.error(f"--remedies {a.remedies}: not a workload ({', '.join(n for _, n, _ in WORKLOADS)})")
         return remedies_main(Path(a.kernel), a.remedies, a.draws,
-                             [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json)
+                             [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json, a.stream)
     if a.wall:
         runs = wall_main(Path(a.kernel), a.wall)
         if a.json:
