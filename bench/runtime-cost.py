@@ -95,6 +95,7 @@ cat /bin/busybox /bin/busybox > /tmp/big
 $W mark 9; gzip -c /tmp/big | gzip -dc > /dev/null; $W mark 0
 rm -f /tmp/big
 $W mark 10; ls -lR /proc/self /sys/kernel > /dev/null 2>&1; $W mark 0
+echo seed=$(cat /proc/fgkaslr_seed 2>/dev/null)
 echo workload-done
 """
 
@@ -133,6 +134,17 @@ def parse(path):
     return phases
 
 
+def check_seed(kernel, append, output):
+    """The guest's /proc/fgkaslr_seed (an "echo seed=..." line of the
+    script) must be the fgkaslr_seed= given: the kernel replaces a malformed
+    one with a random seed, silently as far as the bench can see."""
+    m = re.search(r"fgkaslr_seed=(\S+)", append)
+    got = re.search(r"^seed=([0-9a-f]{64})\s*$", output, re.M)
+    if m and (not got or got.group(1) != m.group(1)):
+        raise SystemExit(f"runtime-cost: {kernel} {append}: the guest's /proc/fgkaslr_seed is "
+                         f"{got.group(1) if got else 'missing'}, not the seed given")
+
+
 def one(kernel, append, text_page, script=WORKLOAD, trace=None):
     """One guest run with the plugin.  trace=(K, path): also the executed
     kernel blocks of workload K into path (fgk-perf trace=)."""
@@ -158,6 +170,7 @@ def one(kernel, append, text_page, script=WORKLOAD, trace=None):
             err = re.findall(r"^fgk-work: .*$", res.output, re.M)
             raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message}) "
                              + " ".join(err))
+        check_seed(kernel, append, res.output)
         if trace:
             ph = parse_work(out)
             ph["output"] = res.output
@@ -197,10 +210,6 @@ def capture(kernel, workload, label, append, text_page="2M"):
             raise SystemExit(f"runtime-cost: {kernel} {append}: no _text in the guest's kallsyms")
         offset = syms[name] - vm.symbol(name).addr
     m = re.search(r"fgkaslr_seed=([0-9a-f]+)", append)
-    got = re.search(r"^seed=([0-9a-f]{64})\s*$", ph["output"], re.M)
-    if m and (not got or got.group(1) != m.group(1)):
-        raise SystemExit(f"runtime-cost: {kernel} {append}: the guest's /proc/fgkaslr_seed is "
-                         f"{got.group(1) if got else 'missing'}, not the seed given")
     d = {"workload": workload, "label": label, "append": append, "offset": offset,
          "seed": m.group(1) if m else None, "plugin": ph[k], "trace": ph["trace"]}
     if ph["trace"]["trace_truncated"]:
