@@ -111,8 +111,10 @@ check-k612: $(DEPS_STAMP) tools
 
 # The whole suite on Debian's own configuration (docs/debian-kernel.md):
 # KVARIANT=debian points the runner, the tests and their skips at
-# build/kernel-debian.  `make check` runs tests/test_debian.py where that
-# build exists and skips it, saying why, where it does not.
+# build/kernel-debian (KVERSION=6.12: build/kernel-6.12-debian, on Debian's
+# 6.12 config).  `make check` runs tests/test_debian.py where that build
+# exists, check-k612 where build/kernel-6.12-debian does, and each skips it,
+# saying why, where it does not.
 check-debian: $(DEPS_STAMP)
 	$(MAKE) check KVARIANT=debian
 
