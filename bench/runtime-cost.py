@@ -352,10 +352,11 @@ def log2_fact(n):
     return math.lgamma(n + 1) / math.log(2)
 
 
-def replay(trace, mapfile=None, lines=None, sets=None, hot=None, warm=True):
+def replay(trace, mapfile=None, lines=None, sets=None, hot=None, warm=True, pairs=None):
     """fgk-replay's counters; warm: caches as the trace leaves them (--warm)."""
     cmd = [str(REPLAY)] + (["--warm"] if warm else [])
-    for opt, v in (("--map", mapfile), ("--lines", lines), ("--sets", sets), ("--hot", hot)):
+    for opt, v in (("--map", mapfile), ("--lines", lines), ("--sets", sets), ("--hot", hot),
+                   ("--pairs", pairs)):
         if v:
             cmd += [opt, str(v)]
     r = subprocess.run(["nice", "-n", "10", *cmd, str(trace)], capture_output=True, text=True)
@@ -631,6 +632,34 @@ def remedies_main(kernel, workload, draws, groups, rseed, jpath=None, stream="li
         print(f"    {s.name[len('.text.'):]:40} {mw.get(i, 0):>8,} vs {mb.get(i, 0):>8,}  "
               f"size {s.size:>5}  set {((new[i]) >> 6) & 63:>2}..{((new[i] + s.size - 1) >> 6) & 63:<2} "
               f"(link order {((s.addr) >> 6) & 63}..{((s.addr + s.size - 1) >> 6) & 63})")
+
+    # caller/callee (and return) pairs: the misses of the blocks each
+    # function-to-function transition leads into, worst layout vs link order
+    def fn_pairs(mapfile, path):
+        replay(tl, mapfile, pairs=path)
+        names, out = {}, collections.Counter()
+
+        def fn(a):
+            if a not in names:
+                try:
+                    names[a] = text.vm.symbol_at(a - off).name
+                except libfgk.FgkError:
+                    names[a] = "?"
+            return names[a]
+        for ln in Path(path).read_text().splitlines():
+            f, t, n = ln.split()
+            f, t = int(f, 16), int(t, 16)
+            a, b = ("(start)" if f == 2 ** 64 - 1 else fn(f)), fn(t)
+            if a != b:
+                out[a, b] += int(n)
+        return out
+    worst_map = work / f"{workload}-worst.map"
+    text.write_map(worst_map, new, {}, off)
+    pw = fn_pairs(worst_map, work / f"{workload}-worst.pairs")
+    pb = fn_pairs(None, work / f"{workload}-link.pairs")
+    print("  transitions between functions leading into missing code (misses, worst layout vs link order):")
+    for (a, b), nw in sorted(pw.items(), key=lambda x: pb.get(x[0], 0) - x[1])[:10]:
+        print(f"    {a:>32} -> {b:<32} {nw:>8,} vs {pb.get((a, b), 0):>8,}")
 
     def setrows(path):
         return [tuple(map(int, ln.split())) for ln in Path(path).read_text().splitlines()]

@@ -3,7 +3,7 @@
  * code moved by a map: the cost of one workload's instruction stream under
  * another text layout (docs/runtime-cost.md, "Remedies").
  *
- *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--warm] [--text-page 2M|4K] TRACE
+ *   fgk-replay [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--pairs FILE] [--warm] [--text-page 2M|4K] TRACE
  *
  * --map FILE: lines "OLD_START OLD_END NEW_START" (hex, half-open ranges,
  *   no overlaps, any order): an instruction at OLD_START + d with d below
@@ -19,6 +19,11 @@
  *   "SET LINES MISSES": how many distinct lines of that set the trace
  *   fetches in at least N block executions (--hot N, default 1), and the
  *   L1i misses in it; more hot lines than its 8 ways can thrash a set.
+ * --pairs FILE: the L1i misses of each block execution charged to the pair
+ *   (address of the previous block's last instruction on that vCPU,
+ *   address of the block's first), "FROM TO MISSES" (traced addresses;
+ *   FROM ffffffffffffffff for a vCPU's first block): which transitions
+ *   (calls, returns, jumps between functions) lead into code that missed.
  * --text-page: as fgk-perf's text_page= (default 2M): the kernel image
  *   0xffffffff80000000..0xffffffffc0000000 on 2 MiB pages, the rest 4 KiB.
  *
@@ -188,6 +193,40 @@ static void line_add(struct ltab *t, uint64_t line)
     t->n = ltab_n;
 }
 
+/* misses per (previous block's last line, block's first line) */
+static struct {
+    uint64_t *from, *to, *val;
+    size_t cap, n;
+} pairs;
+
+static void pair_add(uint64_t from, uint64_t to, uint64_t inc)
+{
+    if (2 * (pairs.n + 1) > pairs.cap) {
+        size_t oc = pairs.cap;
+        uint64_t *of = pairs.from, *ot = pairs.to, *ov = pairs.val;
+        pairs.cap = oc ? 2 * oc : 65536;
+        pairs.from = xalloc(pairs.cap * sizeof *pairs.from);
+        pairs.to = xalloc(pairs.cap * sizeof *pairs.to);
+        pairs.val = xalloc(pairs.cap * sizeof *pairs.val);
+        pairs.n = 0;
+        for (size_t i = 0; i < oc; i++)
+            if (ov[i])
+                pair_add(of[i], ot[i], ov[i]);
+        free(of);
+        free(ot);
+        free(ov);
+    }
+    size_t h = ((from * 0x9e3779b97f4a7c15ULL) ^ (to * 0xc2b2ae3d27d4eb4fULL)) & (pairs.cap - 1);
+    while (pairs.val[h] && (pairs.from[h] != from || pairs.to[h] != to))
+        h = (h + 1) & (pairs.cap - 1);
+    if (!pairs.val[h]) {
+        pairs.from[h] = from;
+        pairs.to[h] = to;
+        pairs.n++;
+    }
+    pairs.val[h] += inc;
+}
+
 static int u64_cmp(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -199,6 +238,10 @@ int main(int argc, char **argv)
     const char *map_path = NULL, *lines_path = NULL, *sets_path = NULL, *trace_path = NULL;
     uint64_t set_miss[64] = {0}, set_lines[64] = {0}, hot = 1;
     bool warm = false;
+    const char *pairs_path = NULL;
+    uint64_t last_orig[NVCPU];
+
+    memset(last_orig, 0xff, sizeof last_orig);
     unsigned text_shift = 21;
     struct range *map = NULL;
     size_t nmap = 0, nblocks = 0, cap = 0;
@@ -216,6 +259,8 @@ int main(int argc, char **argv)
             map_path = argv[++i];
         else if (!strcmp(argv[i], "--lines") && i + 1 < argc)
             lines_path = argv[++i];
+        else if (!strcmp(argv[i], "--pairs") && i + 1 < argc)
+            pairs_path = argv[++i];
         else if (!strcmp(argv[i], "--warm"))
             warm = true;
         else if (!strcmp(argv[i], "--sets") && i + 1 < argc)
@@ -241,13 +286,13 @@ int main(int argc, char **argv)
         } else if (argv[i][0] != '-' && !trace_path)
             trace_path = argv[i];
         else {
-            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--warm] [--text-page 2M|4K] TRACE\n",
+            fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--pairs FILE] [--warm] [--text-page 2M|4K] TRACE\n",
                     prog);
             return 2;
         }
     }
     if (!trace_path) {
-        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--warm] [--text-page 2M|4K] TRACE\n",
+        fprintf(stderr, "usage: %s [--map FILE] [--lines FILE] [--sets FILE [--hot N]] [--pairs FILE] [--warm] [--text-page 2M|4K] TRACE\n",
                 prog);
         return 2;
     }
@@ -322,7 +367,7 @@ int main(int argc, char **argv)
         }
         struct block *b = &blocks[id - 1];
         struct machine *mm = &m[vcpu];
-        uint64_t prev_line = ~0ULL, prev_orig = ~0ULL;
+        uint64_t prev_line = ~0ULL, prev_orig = ~0ULL, block_before = mm->l1i.misses;
         execs++;
         for (unsigned i = 0; i < b->n; i++) {
             uint64_t before = mm->l1i.misses;
@@ -349,6 +394,9 @@ int main(int argc, char **argv)
                 prev_line = l1;
             }
         }
+        if (counting && pairs_path && mm->l1i.misses != block_before)
+            pair_add(last_orig[vcpu], b->orig[0], mm->l1i.misses - block_before);
+        last_orig[vcpu] = b->orig[b->n - 1];
     }
     if (ferror(f))
         die(trace_path, "read error");
@@ -365,6 +413,17 @@ int main(int argc, char **argv)
         itlb += m[v].itlb_misses;
         stlb += m[v].stlb_misses;
         cycles += machine_cycles(&m[v]);
+    }
+    if (pairs_path) {
+        FILE *o = fopen(pairs_path, "w");
+        if (!o)
+            die(pairs_path, "cannot create");
+        for (size_t i = 0; i < pairs.cap; i++)
+            if (pairs.val[i])
+                fprintf(o, "%016" PRIx64 " %016" PRIx64 " %" PRIu64 "\n", pairs.from[i],
+                        pairs.to[i], pairs.val[i]);
+        if (fclose(o))
+            die(pairs_path, "cannot write");
     }
     if (sets_path) {
         FILE *o = fopen(sets_path, "w");

@@ -249,8 +249,17 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     # --warm: the trace twice, the second counted: the 8 KiB loop then never
     # misses; folded, set 0's 12 lines miss on every one of the 12 passes
     assert replay("--warm")["l1i_miss"] == 0
-    warm = replay("--warm", "--map", fold)
+    pairs = tmp_path / "pairs.txt"
+    warm = replay("--warm", "--map", fold, "--pairs", pairs)
     assert warm["l1i_miss"] == 12 * 12 and warm["insns"] == same["insns"], warm
+    # --pairs: every miss charged to a (previous block's last instruction,
+    # block's first instruction) pair of the traced addresses
+    pl = [l.split() for l in pairs.read_text().splitlines()]
+    assert sum(int(n) for _, _, n in pl) == warm["l1i_miss"]
+    assert all(0xF0000 <= int(t, 16) < 0x100000 for _, t, _ in pl), pl
+    # the loop's back jump (jmp far at the body's end -> the body's start)
+    # leads into missing code on every pass: its pair is there
+    assert any(int(t, 16) == 0xF0000 + 11 for _, t, _ in pl), pl
 
     bad = tmp_path / "bad.map"
     bad.write_text("f0000 f0040 400000\nf0020 f0060 500000\n")
