@@ -17,6 +17,9 @@
 #   BASE_CONFIG, LSMOD  a distribution's config to start from and the
 #                       guest's module list for localmodconfig ("" if none)
 #   TREE, OUT           make kernel's tree and artifact directory
+#   tree_hash           what the pristine + patched tree depends on
+#   full_hash           what the configured kernel depends on (the tree, the
+#                       fragments, the base config and the module list)
 #
 # and defines:
 #
@@ -89,6 +92,26 @@ while read -r line; do
     [ -f "$SERIES_DIR/$line" ] || die "patch $line listed in $SERIES does not exist"
     PATCHES+=("$line")
 done < "$SERIES"
+
+hash_of() { sha256sum | cut -d' ' -f1; }
+
+# What the pristine+patched tree depends on.
+tree_hash=$(
+    {
+        echo "tarball $(basename "$TARBALL") $(stat -Lc '%s %Y' "$TARBALL")"
+        echo "series"; cat "$SERIES"
+        for p in "${PATCHES[@]}"; do echo "patch $p"; cat "$SERIES_DIR/$p"; done
+    } | hash_of)
+# What the published artifacts depend on.
+full_hash=$(
+    {
+        echo "tree $tree_hash"
+        for f in "${FRAGS[@]}"; do echo "fragment $f"; cat "$f"; done
+        if [ -n "$BASE_CONFIG" ]; then
+            echo "base $BASE_CONFIG"; xzcat "$BASE_CONFIG"
+            echo "lsmod"; cat "$LSMOD"
+        fi
+    } | hash_of)
 
 apply_series() {    # apply_series DIR [quiet]: the series, in order, to the tree in DIR
     local p out
