@@ -72,7 +72,18 @@ def test_frames_match_decode_stacktrace(oops):
     assert "sysrq_handle_crash" in ours
     assert len(common) >= 4
     for name in common:
-        assert ours[name] == theirs[name], (name, ours[name], theirs[name])
+        assert same_places(ours[name], theirs[name]), (name, ours[name], theirs[name])
+
+
+def same_places(ours, theirs):
+    """"(file:line ...)" of fgk and of decode_stacktrace.sh name the same
+    places.  decode_stacktrace.sh strips only the tree it is given from the
+    DWARF's paths; an object compiled in another directory (a build tree
+    copied from elsewhere and rebuilt: 6.12's arch/x86/entry objects here)
+    keeps that directory (its comp_dir), to which fgk gives paths relative."""
+    a, b = ours.strip("()").split(), theirs.strip("()").split()
+    return len(a) == len(b) and all(
+        y == x or (y.startswith("/") and y.endswith("/" + x)) for x, y in zip(a, b))
 
 
 def test_crash_frame_is_the_panic_call(oops):
