@@ -50,8 +50,9 @@ CAPTURE_SCRIPT = r"""
 echo "capture kernel $(uname -r): $(head -c 120 /proc/fgkaslr_stats 2>/dev/null | tr '\n' ' ')"
 test -r /proc/vmcore || { echo "no /proc/vmcore"; exit 1; }
 cd /tmp
-makedumpfile -c -d 31 /proc/vmcore vmcore.kdump-c || exit 1
-makedumpfile -l -d 31 /proc/vmcore vmcore.kdump-l || exit 1
+echo "dump level @LEVEL@"
+makedumpfile -c -d @LEVEL@ /proc/vmcore vmcore.kdump-c || exit 1
+makedumpfile -l -d @LEVEL@ /proc/vmcore vmcore.kdump-l || exit 1
 ls -l vmcore.kdump-c vmcore.kdump-l
 tar cf /dev/vda vmcore.kdump-c vmcore.kdump-l || exit 1
 sync
@@ -96,6 +97,14 @@ def makedumpfile_gap(release: str, binary: Path = MAKEDUMPFILE):
     return None
 
 
+def dump_level(release: str | None, binary: Path = MAKEDUMPFILE) -> int:
+    """The capture's -d: 31 (zero, cache, user and free pages out), or 1
+    (zero pages only, told by their content, not by page flags) where this
+    makedumpfile filters the kernel wrongly (makedumpfile_gap): the nearest
+    sound dump it can write of that kernel."""
+    return 1 if release and makedumpfile_gap(release, binary) else 31
+
+
 def _libraries(binary: Path, env=None) -> dict:
     """{guest path: host path} of the shared libraries ldd lists for binary."""
     out = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, env=env)
@@ -126,17 +135,25 @@ def guest_tools() -> dict:
     return files
 
 
-def capture_initrd() -> bytes:
-    """The capture kernel's initramfs: base + makedumpfile + CAPTURE_SCRIPT."""
+def capture_initrd(level: int = 31) -> bytes:
+    """The capture kernel's initramfs: base + makedumpfile + CAPTURE_SCRIPT
+    (makedumpfile -d level)."""
     files = {k: v for k, v in guest_tools().items() if "kexec" not in k}
-    return base_initramfs().read_bytes() + overlay_archive(CAPTURE_SCRIPT, files)
+    return base_initramfs().read_bytes() + overlay_archive(
+        CAPTURE_SCRIPT.replace("@LEVEL@", str(int(level))), files)
+
+
+def kernel_release(kernel: Path):
+    """The release of a build's bzImage (its directory's `release`), or None."""
+    release = Path(kernel).parent / "release"
+    return release.read_text().strip() if release.is_file() else None
 
 
 def first_kernel_files(kernel: Path) -> dict:
     """What the first kernel's initramfs needs for `kexec -p`."""
     files = guest_tools()
     files["/fgk/bzImage"] = str(kernel)
-    files["/fgk/capture.initrd"] = capture_initrd()
+    files["/fgk/capture.initrd"] = capture_initrd(dump_level(kernel_release(kernel)))
     return files
 
 
