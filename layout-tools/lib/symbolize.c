@@ -1046,8 +1046,16 @@ static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
 	if (!m || module_frame(q + m, end))
 		return NULL;
 	*checked = true;
-	if (!runtime_to_link(s, rt, &link))
+	if (!runtime_to_link(s, rt, &link)) {
+		uint64_t n = rt - s->offset;
+
+		/* in the randomized region, but between two functions */
+		if (s->have_offset && s->l && n >= s->l->start && n < s->l->limit)
+			return fgk__error_new(FGK_ERR_BUILD_ID, fgk_vmlinux_path(s->vm),
+					      "the trace names %.16s %.*s, but with this vmlinux, %s and base offset 0x%" PRIx64 " (from %s) it is in the int3 padding between two shuffled functions: they are not the ones the kernel ran with",
+					      p, (int)m, q, "seed", s->offset, s->offset_source);
 		return NULL;	/* the symbolic part decodes it */
+	}
 	for (size_t i = 0; i < s->vm->nsyms; i++) {
 		const struct fgk__symbol *v = &s->vm->syms[i];
 
