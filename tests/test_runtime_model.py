@@ -64,23 +64,35 @@ def rom(nops, passes):
     return bytes(img), insns, (body, len(code) - 4)
 
 
-def run_rom(plugin, tmp_path, nops, passes, extra=""):
-    img, insns, (lo, hi) = rom(nops, passes)
+def run_bios(plugin, tmp_path, img, args=""):
+    """QEMU with img as its 64 KiB BIOS and the plugin (kernel_base=0: every
+    instruction counted, plus args); the plugin's report, as text."""
     bios = tmp_path / "loop.rom"
     bios.write_bytes(img)
     out = tmp_path / "perf.txt"
     r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-M", "pc", "-m", "16M",
                         "-display", "none", "-nodefaults", "-bios", str(bios),
                         "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-                        "-plugin", f"{plugin},out={out},kernel_base=0{extra}"],
+                        "-plugin", f"{plugin},out={out},kernel_base=0{args}"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, f"QEMU exit {r.returncode} (isa-debug-exit gives 1): {r.stderr}"
-    phases = {}
-    for line in out.read_text().splitlines():
-        if line.startswith("phase="):
+    return out.read_text()
+
+
+def report_lines(text, key):
+    """{NAME: {counter: value}} of the report's `key=NAME counter=value ...` lines."""
+    got = {}
+    for line in text.splitlines():
+        if line.startswith(key + "="):
             kv = dict(x.split("=", 1) for x in line.split())
-            name = kv.pop("phase")
-            phases[name] = {k: int(v) for k, v in kv.items()}
+            name = kv.pop(key)
+            got[name] = {k: int(v) for k, v in kv.items()}
+    return got
+
+
+def run_rom(plugin, tmp_path, nops, passes, extra=""):
+    img, insns, (lo, hi) = rom(nops, passes)
+    phases = report_lines(run_bios(plugin, tmp_path, img, extra), "phase")
     # every instruction is >= kernel_base=0: all of it is the "boot" phase
     assert phases["pre"]["insns"] == 0 and phases["run"]["insns"] == 0, phases
     lines = (0xF0000 + hi) // 64 - (0xF0000 + lo) // 64 + 1   # lines the loop body spans
@@ -145,20 +157,8 @@ def test_plugin_workload_markers(plugin, tmp_path):
     over more than L1i misses in its own segment only (bench/runtime-cost.py's
     per-workload rows rest on this)."""
     img, expect = marked_rom([(3, 4000, 50), (7, 40960, 6), (3, 100, 7)])
-    bios = tmp_path / "marked.rom"
-    bios.write_bytes(img)
-    out = tmp_path / "perf.txt"
-    r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-M", "pc", "-m", "16M",
-                        "-display", "none", "-nodefaults", "-bios", str(bios),
-                        "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-                        "-plugin", f"{plugin},out={out},kernel_base=0"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1, f"QEMU exit {r.returncode} (isa-debug-exit gives 1): {r.stderr}"
-    work = {}
-    for line in out.read_text().splitlines():
-        if line.startswith("work="):
-            kv = dict(x.split("=", 1) for x in line.split())
-            work[int(kv.pop("work"))] = {k: int(v) for k, v in kv.items()}
+    work = {int(k): v for k, v in
+            report_lines(run_bios(plugin, tmp_path, img), "work").items()}
     assert sorted(work) == [0, 3, 7], work
     for k, n in expect.items():
         assert work[k]["insns"] == n, (k, work[k]["insns"], n)
@@ -191,17 +191,9 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     misses (and 9 more 4 KiB iTLB misses, one per new page); --sets shows
     set 0 with its 12 lines and 144 misses, every other set its lines once."""
     img, expect = marked_rom([(5, 8192, 12)])
-    bios = tmp_path / "m5.rom"
-    bios.write_bytes(img)
-    out, trc = tmp_path / "perf.txt", tmp_path / "t.trc"
-    r = subprocess.run([QEMU, "-accel", "tcg,thread=single", "-M", "pc", "-m", "16M",
-                        "-display", "none", "-nodefaults", "-bios", str(bios),
-                        "-device", "isa-debug-exit,iobase=0xf4,iosize=4",
-                        "-plugin", f"{plugin},out={out},kernel_base=0,trace={trc},trace_mark=5"],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 1, r.stderr
+    trc = tmp_path / "t.trc"
     rep = {}
-    for line in out.read_text().splitlines():
+    for line in run_bios(plugin, tmp_path, img, f",trace={trc},trace_mark=5").splitlines():
         if line.startswith(("work=5 ", "trace_mark=")):
             rep.update({k: int(v) for k, v in (x.split("=", 1) for x in line.split())})
     assert rep["insns"] == expect[5]
@@ -265,8 +257,10 @@ def test_trace_replay_reproduces_plugin(plugin, tmp_path):
     bad.write_text("f0000 f0040 400000\nf0020 f0060 500000\n")
     r = subprocess.run([str(REPLAY), "--map", str(bad), str(trc)], capture_output=True, text=True)
     assert r.returncode == 1 and r.stderr == f"fgk-replay: {bad}: overlapping ranges\n"
-    r = subprocess.run([str(REPLAY), str(bios)], capture_output=True, text=True)
-    assert r.returncode == 1 and "not an fgk-perf trace" in r.stderr and str(bios) in r.stderr
+    rom_file = tmp_path / "m5.rom"          # any file that is not a trace
+    rom_file.write_bytes(img)
+    r = subprocess.run([str(REPLAY), str(rom_file)], capture_output=True, text=True)
+    assert r.returncode == 1 and "not an fgk-perf trace" in r.stderr and str(rom_file) in r.stderr
 
 
 def test_plugin_trace_arguments(plugin, tmp_path):
