@@ -33,7 +33,7 @@ import pytest
 import fgkbase
 import fgkrun
 from conftest import BIN_DIR, REPO
-from test_oracle import guest_kallsyms
+from test_oracle import guest_kallsyms, link_text
 
 SUFFIX = "".join(f"-{x}" for x in (fgkbase.KVERSION, fgkbase.KVARIANT) if x)
 OUT = REPO / "build" / f"kernel-deb{SUFFIX}"
@@ -147,10 +147,8 @@ echo kallsyms-end
     got = guest_kallsyms(res.output)            # vmlinux's lines, not the modules'
     assert re.search(r"^[0-9a-f]+ [tT] fgk_test_\w+\t\[fgk_test\]$", res.output, re.M), \
         "the module's functions are not in /proc/kallsyms"
-    nm = subprocess.run(["nm", str(vmlinux)], capture_output=True, text=True, check=True).stdout
-    link_text = int(re.search(r"^([0-9a-f]{16}) \S _text$", nm, re.M).group(1), 16)
     run_text = int(next(ln for ln in got if ln.endswith(" _text")).split()[0], 16)
-    offset = run_text - link_text
+    offset = run_text - link_text(vmlinux)
     r = subprocess.run([str(FGK), "map", str(vmlinux), "--seed", seed, "--offset", hex(offset)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

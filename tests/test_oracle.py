@@ -43,8 +43,9 @@ def require_fgkaslr_vmlinux():
         pytest.skip(reason)
 
 
-def link_text():
-    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+def link_text(vmlinux=VMLINUX):
+    """_text's link address in vmlinux (nm)."""
+    nm = subprocess.run(["nm", str(vmlinux)], capture_output=True, text=True,
                         check=True).stdout
     return int(re.search(r"^([0-9a-f]{16}) \S _text$", nm, re.M).group(1), 16)
 
