@@ -22,10 +22,10 @@ from oracle import fgk, readelf_build_id
 VMLINUX = KERNEL_DIR / "vmlinux"
 FGKGDB = REPO / "fgk-gdb"
 OFFSET = 0x1e000000
-# functions shuffled on every FG build, a data symbol and a type
 # pc lookups go through the index's address table to a compilation unit:
 # asked first, by number, before any lookup by name has read a unit in
 PC_FUNCS = ["vfs_read", "schedule", "version_proc_show"]
+# then functions shuffled on every FG build, a data symbol and a type, by name
 QUERIES = ["info line version_proc_show", "info line *(do_sys_open+8)", "p &version_proc_show",
            "p &init_task", "p sizeof(struct task_struct)", "info address vfs_read",
            "info symbol version_proc_show"]
