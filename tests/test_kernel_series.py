@@ -321,6 +321,47 @@ def test_series_documents_its_boot_parameters_and_has_kunit():
     print(f"boot parameters documented: {sorted(params)}")
 
 
+def _text_sections(path):
+    """{name: size} of the executable PROGBITS sections of an ELF file."""
+    out = subprocess.run(["readelf", "-SW", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    secs = {}
+    for line in out.splitlines():
+        f = re.sub(r"^\s*\[\s*\d+\]\s*", "", line).split()
+        if len(f) >= 10 and f[1] == "PROGBITS" and "X" in f[6]:
+            secs[f[0]] = secs.get(f[0], 0) + int(f[4], 16)
+    return secs
+
+
+@pytest.mark.k612
+def test_cold_sections_are_shuffled():
+    """Series patch 21 (6.12: 22): every cold section of vmlinux.o
+    (.text.unlikely.<name>: __cold functions and the .cold parts gcc
+    splits off) is an output section of its own in vmlinux and in the
+    layout fgk computes for a seed; the plain .text.unlikely stays in the
+    main .text. Counted from readelf of vmlinux.o, not from the tools."""
+    from test_oracle import FGK
+    require_fgkaslr_vmlinux()
+    vmlinux_o = (KERNEL_DIR / "build").resolve() / "vmlinux.o"
+    if not vmlinux_o.is_file():
+        pytest.skip(f"{vmlinux_o} missing (the tree make kernel built)")
+    cold = {n for n, size in _text_sections(vmlinux_o).items()
+            if n.startswith(".text.unlikely.") and size}
+    assert cold, "vmlinux.o has no .text.unlikely.<name> section"
+    out = _text_sections(VMLINUX)
+    assert not cold - set(out), f"cold sections folded away: {sorted(cold - set(out))[:5]}"
+    seed = "42" * 32
+    tsv = subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", seed],
+                         capture_output=True, text=True, check=True).stdout
+    rows = [l.split("\t") for l in tsv.splitlines()[1:]]
+    shuffled = {r[1] for r in rows}
+    assert not cold - shuffled, f"not shuffled: {sorted(cold - shuffled)[:5]}"
+    assert ".text.unlikely" not in shuffled
+    moved = sum(1 for r in rows if r[1] in cold and r[2] != r[3])
+    print(f"{len(cold)} cold sections in vmlinux.o, all shuffled; {moved} moved for seed {seed[:8]}...")
+    assert moved > len(cold) // 2
+
+
 def _fg_reserve_awk():
     """The awk program of the patched scripts/link-vmlinux.sh that writes
     the FG-KASLR linker script fragment (and its reserve)."""
