@@ -362,6 +362,51 @@ def test_cold_sections_are_shuffled():
     assert moved > len(cold) // 2
 
 
+@pytest.mark.k612
+def test_nothing_fixed_where_a_shuffled_section_starts():
+    """docs/layout-spec.md section 3: bytes that belong to no section lie
+    between the end of the main .text and the first randomized section,
+    so no symbol outside the randomized sections (the labels that end
+    .text: __indirect_thunk_end on 6.1, __fgkaslr_text_start) has the
+    address where one starts. An address there would be both fixed (for
+    the relocs tool, which keeps a reference by its symbol's section) and
+    moved (for kallsyms and fgk, which map it by the section it lies in).
+    From readelf of vmlinux only."""
+    require_fgkaslr_vmlinux()
+    out = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    text_end, shuffled = None, {}
+    for line in out.splitlines():
+        m = re.match(r"^\s*\[\s*(\d+)\]\s*(.*)", line)
+        f = m.group(2).split() if m else []
+        if len(f) < 10 or f[1] != "PROGBITS" or "X" not in f[6]:
+            continue
+        addr, size = int(f[2], 16), int(f[4], 16)
+        if f[0] == ".text":
+            text_end = addr + size
+        elif f[0].startswith(".text.") and "A" in f[6] and size:
+            shuffled[m.group(1)] = addr
+    assert text_end and shuffled, "vmlinux has no .text or no .text.<name> sections"
+    start = min(shuffled.values())
+    assert text_end < start, (f"the first randomized section starts at {start:#x}, "
+                              f"the main .text ends at {text_end:#x}: no gap")
+    starts = set(shuffled.values())
+    syms = subprocess.run(["readelf", "-sW", str(VMLINUX)], capture_output=True, text=True,
+                          check=True).stdout
+    checked, bad = 0, []
+    for line in syms.splitlines():
+        f = line.split()
+        if len(f) != 8 or not f[0][:-1].isdigit() or f[6] in shuffled:
+            continue
+        checked += 1
+        if int(f[1], 16) in starts:
+            bad.append(f"{f[7]} {f[1]} (section {f[6]})")
+    print(f"main .text ends at {text_end:#x}, randomized sections from {start:#x} "
+          f"({start - text_end} bytes of gap); {checked} symbols outside them checked")
+    assert checked > 1000
+    assert not bad, f"{len(bad)} fixed symbols at a randomized section's start: {bad[:5]}"
+
+
 def _fg_reserve_awk():
     """The awk program of the patched scripts/link-vmlinux.sh that writes
     the FG-KASLR linker script fragment (and its reserve)."""
@@ -394,8 +439,10 @@ def test_reserve_covers_every_order():
     """The reserve the linker script fragment leaves for the shuffle
     (series patch 19: a bound on the padding of any order, not
     sum(align - 1)) is never less than what the worst order of the
-    sections needs: the fragment's own awk program, run on random small
-    sets of sections with mixed alignments, against every order."""
+    sections needs after the fragment's gap (series patch 21/22: the
+    first section cannot start where the main .text ends): the fragment's
+    own awk program, run on random small sets of sections with mixed
+    alignments, against every order."""
     import random
     prog = _fg_reserve_awk()
     rng = random.Random(20261204)
@@ -411,7 +458,12 @@ def test_reserve_covers_every_order():
         m = re.search(r"\. = MAX\(\., __fgkaslr_text_start \+ (\d+)\);", r.stdout)
         assert m, r.stdout
         reserve = int(m.group(1))
-        need = _worst_placement(secs, max(a for _, a in secs))
+        # the gap comes first, before any section statement
+        gap = re.match(r"(?:\s*/\*.*?\*/)?\s*\. = \. \+ (\d+);", r.stdout)
+        assert gap and int(gap.group(1)) > 0, f"no gap before the first section: {r.stdout}"
+        # from __fgkaslr_text_start at any offset: the gap, then (at any
+        # offset again) the worst order
+        need = int(gap.group(1)) + _worst_placement(secs, max(a for _, a in secs))
         assert need <= reserve, f"sections {secs}: an order needs {need} bytes, reserve {reserve}"
         checked += 1
         tight += reserve - need <= 2 * max(a for _, a in secs)
