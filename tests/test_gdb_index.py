@@ -161,3 +161,70 @@ def test_index_goes_with_its_entry(entry, tmp_path):
     r = fgk("relink", str(VMLINUX), "--seed", seed, env=env)
     assert r.returncode == 0, r.stderr
     assert not os.path.exists(idx), "the replaced entry's gdb index was kept"
+
+
+def test_killed_writer_leaves_no_temporary_directory(entry, tmp_path):
+    """A background index writer that is killed (SIGKILL to its process
+    group, before its rename) leaves its temporary directory beside the
+    entry; the next use of that cache directory removes it.  Directories
+    of writers that still run stay unless they are 600 s old (fgk-gdb's
+    lock goes stale then), and nothing else of the directory is touched."""
+    _, build_id, env, _ = entry
+    r = fgk("relink", str(VMLINUX), "--seed", "%064x" % random.getrandbits(256), env=env)
+    assert r.returncode == 0, r.stderr
+    path = r.stdout.strip()
+    d = os.path.dirname(path)
+    script = tmp_path / "kill.py"
+    script.write_text(
+        "import os, signal, time\n"
+        "from fgkgdb import symbols\n"
+        f"d = {d!r}\n"
+        f"before = set(os.listdir(d))\n"
+        f"assert symbols.write_index_in_background({path!r}, {build_id!r})\n"
+        "tmp = [n for n in os.listdir(d) if n.startswith('.gdb-index.') and n not in before]\n"
+        "assert len(tmp) == 1, tmp\n"
+        "pidfile = os.path.join(d, tmp[0], 'writer.pid')\n"
+        "end = time.monotonic() + 60\n"
+        "while not os.path.exists(pidfile) and time.monotonic() < end:\n"
+        "    time.sleep(0.05)\n"
+        "pid = int(open(pidfile).read())\n"
+        "os.killpg(pid, signal.SIGKILL)\n"
+        "os.waitpid(pid, 0)\n"           # the writer is this gdb's child: reaped
+        "print('FGK-KILLED ' + tmp[0])\n")
+    r = subprocess.run(["gdb", "-batch", "-nx", "-iex", "set auto-load no", "-x",
+                        str(FGKGDB / "fgk.py"), "-x", str(script)],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(env, FGK_GDB_INDEX="1"))
+    killed = [x.split(" ", 1)[1] for x in r.stdout.splitlines() if x.startswith("FGK-KILLED ")]
+    assert r.returncode == 0 and killed, r.stdout + r.stderr
+    left = os.path.join(d, killed[0])
+    assert os.path.isdir(left), "the killed writer's directory is already gone: nothing tested"
+    assert not os.path.exists(path + ".gdb-index")
+
+    def writer_dir(name, pid, age):
+        p = os.path.join(d, name)
+        os.mkdir(p, 0o700)
+        if pid:
+            with open(os.path.join(p, "writer.pid"), "w") as f:
+                f.write(f"{pid}\n")
+        t = time.time() - age
+        os.utime(p, (t, t))
+        return p
+
+    running = writer_dir(".gdb-index.running", os.getpid(), 0)      # this process: alive
+    starting = writer_dir(".gdb-index.starting", None, 0)            # no pid written yet
+    old = writer_dir(".gdb-index.old", os.getpid(), 601)             # alive, but stale
+    stranger = os.path.join(d, ".gdb-index.notes")                   # not a directory
+    with open(stranger, "w") as f:
+        f.write("x")
+    r = fgk("relink", str(VMLINUX), "--seed", os.path.basename(path).split(".")[0], env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == path
+    assert not os.path.exists(left), f"the killed writer's {left} was left behind"
+    assert not os.path.exists(old), "a writer directory 601 s old was kept"
+    assert os.path.isdir(running) and os.path.isdir(starting), \
+        "a directory of a writer that may still run was removed"
+    assert os.path.isfile(stranger) and os.path.isfile(path)
+    for p in (running, starting):
+        shutil.rmtree(p)
+    os.unlink(stranger)

@@ -60,8 +60,10 @@ def write_index_in_background(path, build_id):
         os.close(os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     except OSError:
         return False
+    # the cache's cleaner removes this directory once writer.pid's process
+    # is gone or it is INDEX_LOCK_STALE_S old (a writer that was killed)
     tmp = tempfile.mkdtemp(prefix=".gdb-index.", dir=os.path.dirname(path))
-    script = ('nice -n 10 gdb -batch -nx -iex "set auto-load no" '
+    script = ('echo $$ >"$1/writer.pid" && nice -n 10 gdb -batch -nx -iex "set auto-load no" '
               '-iex "set debuginfod enabled off" -iex "set index-cache directory $1" '
               '-iex "set index-cache enabled on" -ex "file $2" >/dev/null 2>&1 && '
               'mv -f "$1/$3.gdb-index" "$2.gdb-index"; rm -rf "$1" "$2.gdb-index.lock"')

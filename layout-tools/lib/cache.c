@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +193,99 @@ static void unlink_gdb_index(int dirfd, const char *entry)
 	}
 }
 
+/*
+ * fgk-gdb's writer of an index works in a temporary directory beside the
+ * entry, .gdb-index.XXXXXXXX, holding its pid in writer.pid, and renames
+ * the index out of it (fgk-gdb/fgkgdb/symbols.py).  A writer that was
+ * killed leaves it behind: it goes once its writer is gone or it is as old
+ * as fgk-gdb's lock of a writer may be (INDEX_LOCK_STALE_S there), after
+ * which another writer may start anyway.
+ */
+#define GDB_INDEX_TEMP_PREFIX GDB_INDEX_SUFFIX "."
+#define GDB_INDEX_WRITER_STALE_S 600
+
+static bool index_writer_gone(int tmpfd)
+{
+	char buf[32];
+	ssize_t n;
+	long pid;
+	char *end;
+	int fd = openat(tmpfd, "writer.pid", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;	/* not written yet: the age decides */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	errno = 0;
+	pid = strtol(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n') || pid <= 0 ||
+	    pid == (long)getpid())
+		return false;
+	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
+}
+
+/* The files of one stale temporary directory, then it (nothing below it is followed). */
+static void remove_index_temp(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)))
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISDIR(st.st_mode))
+			unlinkat(fd, de->d_name, 0);
+	closedir(d);
+	unlinkat(dirfd, name, AT_REMOVEDIR);	/* fails if a directory is left */
+}
+
+/* Stale temporary directories of killed index writers in a <build-id> directory. */
+static void clean_index_temps(int atfd, const char *dir, time_t now)
+{
+	int dfd = openat(atfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st;
+	DIR *d;
+
+	if (dfd < 0)
+		return;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		int fd;
+		bool stale;
+
+		if (strncmp(de->d_name, GDB_INDEX_TEMP_PREFIX,
+			    sizeof(GDB_INDEX_TEMP_PREFIX) - 1))
+			continue;
+		fd = openat(dirfd(d), de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		stale = fstat(fd, &st) == 0 &&
+			(now - st.st_mtime >= GDB_INDEX_WRITER_STALE_S ||
+			 index_writer_gone(fd));
+		close(fd);
+		if (stale)
+			remove_index_temp(dirfd(d), de->d_name);
+	}
+	closedir(d);
+}
+
 /* A cache entry that failed verification: out of the way, or an error. */
 static struct fgk_error *drop_entry(const char *cache)
 {
@@ -292,6 +386,7 @@ static void clean_build_id_dir(int rootfd, const char *name, time_t now,
 			unlink_gdb_index(fd, de->d_name);
 		}
 	closedir(d);
+	clean_index_temps(rootfd, name, now);
 	/* rmdir fails on a non-empty one; the mtime check weakens the race
 	 * with a relink that just made it (as libdebuginfod does) */
 	if (now - dst.st_mtime >= max_age)
@@ -371,8 +466,9 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 		err = fgk__private_dir(dir, "cache directory");
 		if (err)
 			goto fail;
-		/* temp files of relinks that were SIGKILLed */
+		/* temp files of relinks that were SIGKILLed, and of index writers */
 		fgk_error_free(fgk_clean_stale_temp_files(dir, NULL, NULL));
+		clean_index_temps(AT_FDCWD, dir, time(NULL));
 	}
 	if (lstat(cache, &st) == 0) {
 		err = fgk_relink_verify(vm, cache);
