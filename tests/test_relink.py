@@ -174,28 +174,70 @@ end
 """
 
 
+def function_pieces(path):
+    """addr -> the sized symbols of path that hold it, smallest first: the
+    function (or its .cold part, a symbol of its own) an address is in."""
+    import bisect
+    syms = sorted((v, v + size, name) for name, vals in symbols(path).items()
+                  for v, size, _ in vals if size)
+    keys = [s[0] for s in syms]
+
+    def pieces(addr):
+        i = bisect.bisect_right(keys, addr)
+        found = [s for s in syms[max(0, i - 64):i] if s[0] <= addr < s[1]]
+        return sorted(found, key=lambda s: (s[1] - s[0], s[2]))
+    return pieces
+
+
+ADDR_NAME = re.compile(r"(0x[0-9a-f]+)(?: <([^>]*?)(?:([+-])(\d+))?>)?")
+
+
+def gdb_by_distance(answer, pieces):
+    """gdb names an address <F+N> or <F-N> by its distance N from the
+    function F's entry, also in F's cold part, another section: that
+    distance is the layout's.  Where the address is not N bytes into a
+    symbol F, it is written as the piece it lies in and the offset in it
+    (<F: F.cold+k>), which the shuffle does not change.  The end of a line
+    ('and ends at B <G>'): past the piece its start is in, whatever follows
+    (the next function, or padding gdb names nothing or by distance) is
+    the shuffle's too: <next>."""
+    refs = list(ADDR_NAME.finditer(answer))
+    ends = refs[-1].start() if " and ends at " in answer else None
+    start = pieces(int(refs[0].group(1), 16)) if refs else []
+
+    def name(m):
+        addr = int(m.group(1), 16)
+        if m.start() == ends and not any(p[0] <= addr < p[1] for p in start):
+            return f"{m.group(1)} <next>"
+        if m.group(2) is None:
+            return m.group(0)
+        off = int(m.group(4) or 0) * (-1 if m.group(3) == "-" else 1)
+        held = pieces(addr)
+        if any(n == m.group(2) and v == addr - off for v, _, n in held) or not held:
+            return m.group(0)
+        v, _, n = held[0]
+        return f"{m.group(1)} <{m.group(2)}: {n}+{addr - v}>"
+    return ADDR_NAME.sub(name, answer)
+
+
 def gdb_answers(path, addrs, tmp):
     """gdb's 'info symbol' and 'info line *ADDR' at each address, then a
     variable, a type and a function by name, with the hex addresses taken
     out (they are expected to differ), the randomized section's name (one
-    section in vmlinux.fgk) and the function after a line that ends with
-    its function: what gdb says about the code."""
+    section in vmlinux.fgk) and the distances that are the layout's
+    (gdb_by_distance): what gdb says about the code."""
     (tmp / "addrs").write_text("".join(f"{a:#x}\n" for a in addrs))
     (tmp / "ask.gdb").write_text(GDB_ASK % str(tmp / "addrs"))
     r = run("gdb", "-batch", "-nx", "-x", tmp / "ask.gdb", path, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     answers = r.stdout.split("@@ ")[1:]
     assert len(answers) == 2 * len(addrs) + 3, r.stdout[-2000:]
-    # 'in section .text.f' in vmlinux is 'in section .text.fgkaslr' folded;
-    # a line that ends where its function does 'ends at <next function>',
-    # a neighbour the shuffle changes
+    # 'in section .text.f' in vmlinux is 'in section .text.fgkaslr' folded
     norm = [re.sub(r" in section \.text\.\S+", " in section .text.*", a.strip())
             for a in answers]
-    norm = [re.sub(r"(ends at 0x[0-9a-f]+) <[^+>]+>", r"\1 <next>", a) for a in norm]
-    # a line whose row gdb ends past its function, inside the code after
-    # it ('starts at <F+9> and ends at <G+10>'): that code is the shuffle's
-    norm = [re.sub(r"(starts at address 0x[0-9a-f]+ <([^+>]+)\+\d+> and ends at 0x[0-9a-f]+) "
-                   r"<(?!\2\+)[^>]+>", r"\1 <next>", a) for a in norm]
+    pieces = function_pieces(path)
+    norm = [gdb_by_distance(a, pieces) if a.startswith(("Line ", "No line")) else a
+            for a in norm]
     return [re.sub(r"0x[0-9a-f]+", "ADDR", a) for a in norm]
 
 
@@ -235,7 +277,11 @@ FUNC = re.compile(r"^([0-9a-f]{16}) <([^>]+)>:$")
 
 
 def branch_targets(path, sections):
-    """function -> [(offset in function, mnemonic, target sym+off)]."""
+    """(function, its address) -> [(offset in function, mnemonic, target
+    sym+off)].  By address too: functions of the same name (a static
+    inline emitted out of line by several objects, in one section or in
+    a hot and a cold one) are each compared with their own copy, not in
+    the order the shuffle put them in."""
     args = ["objdump", "-d", "--no-show-raw-insn", "-w"]
     for s in sections:
         args += ["-j", s]
@@ -245,7 +291,8 @@ def branch_targets(path, sections):
     for line in r.stdout.splitlines():
         m = FUNC.match(line)
         if m:
-            base, cur = int(m.group(1), 16), m.group(2)
+            base = int(m.group(1), 16)
+            cur = (m.group(2), base)
             res.setdefault(cur, [])
             continue
         m = CALL.match(line)
@@ -270,15 +317,18 @@ def test_objdump_branch_targets_match(relinked):
     # and names code of a section without any symbol after the section
     # (".text.f": a weak function overridden at link time)
     a = {f: v for f, v in a.items()
-         if not re.search(r"-0x[0-9a-f]+$", f) and not f.startswith(".text.")}
-    missing = sorted(set(a) - set(b))
-    assert not missing, (len(missing), missing[:10])
+         if not re.search(r"-0x[0-9a-f]+$", f[0]) and not f[0].startswith(".text.")}
+    # each function at its new address, as the layout moves it
+    new = mapper(secs)
+    moved = {f: (f[0], new(f[1])) for f in a}
+    missing = sorted(f for f in a if moved[f] not in b)
+    assert not missing, (len(missing), [(n, hex(v)) for n, v in missing[:10]])
     # in one section, the code before a function's first symbol (above)
     # disassembles as the tail of the function before it: compare prefixes
-    b = {f: b[f][:len(a[f])] for f in a}
+    b = {f: b[moved[f]][:len(a[f])] for f in a}
     branches = sum(len(v) for v in a.values())
     assert branches > 1000, "too few branches found"
-    bad = [f for f in a if a[f] != b[f]]
+    bad = [f"{f[0]} at {f[1]:#x}" for f in a if a[f] != b[f]]
     print(f"{len(a)} functions, {branches} direct branches compared")
     assert not bad, f"{len(bad)} functions differ, e.g. {bad[:3]}"
 
