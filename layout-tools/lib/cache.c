@@ -94,6 +94,54 @@ struct fgk_error *fgk_relink_cache_path(struct fgk_vmlinux *vm,
 	return NULL;
 }
 
+/*
+ * The section symbols vm has that its vmlinux.fgk leaves out (relink.c,
+ * fold_text): those of every randomized section but the first (index
+ * first, the folded one) and of the relocation sections.
+ */
+static size_t dropped_section_symbols(const struct fgk_vmlinux *vm, size_t first)
+{
+	const unsigned char *sym = NULL, *xin = NULL;
+	size_t ns = 0, nx = 0, n = 0, t;
+
+	for (size_t i = 1; i < vm->shnum; i++) {
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+		if (sh->sh_type == SHT_SYMTAB) {
+			sym = (const unsigned char *)vm->image + sh->sh_offset;
+			ns = sh->sh_size / sizeof(Elf64_Sym);
+		}
+	}
+	for (size_t i = 1; i < vm->shnum && sym; i++) {
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+		if (sh->sh_type == SHT_SYMTAB_SHNDX &&
+		    (const unsigned char *)vm->image + vm->secs[sh->sh_link].shdr.sh_offset == sym) {
+			xin = (const unsigned char *)vm->image + sh->sh_offset;
+			nx = sh->sh_size / sizeof(Elf32_Word);
+		}
+	}
+	for (size_t i = 1; i < ns; i++) {
+		Elf64_Sym s;
+		Elf32_Word x;
+
+		memcpy(&s, sym + i * sizeof(s), sizeof(s));
+		if (ELF64_ST_TYPE(s.st_info) != STT_SECTION)
+			continue;
+		x = s.st_shndx;
+		if (x == SHN_XINDEX && xin && i < nx)
+			memcpy(&x, xin + i * sizeof(x), sizeof(x));
+		else if (x >= SHN_LORESERVE)
+			continue;
+		if (x == SHN_UNDEF || x >= vm->shnum)
+			continue;
+		if ((fgk__section_randomized(&vm->secs[x]) && x != first) ||
+		    fgk__section_relocates(vm, x, &t))
+			n++;
+	}
+	return n;
+}
+
 struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 {
 	struct fgk_vmlinux *c;
@@ -121,16 +169,29 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 	/*
 	 * Section by section as fgk_relink() writes them: the randomized
 	 * ones folded into one FGK_FOLDED_TEXT where the first was, the
-	 * relocation sections gone, every other one as in vmlinux.
+	 * relocation sections gone, every other one as in vmlinux, the
+	 * symbol table without the section symbols of those gone (an entry
+	 * of an older fgk, with them, is relinked).
 	 */
 	{
-		size_t j = 1;
+		size_t j = 1, first = 0, dropped = 0;
 		bool folded = false;
 
+		for (size_t i = 1; i < vm->shnum && !first; i++)
+			if (fgk__section_randomized(&vm->secs[i]))
+				first = i;
+		if (first)	/* and shorter symbol tables by these */
+			dropped = dropped_section_symbols(vm, first);
 		for (size_t i = 1; i < vm->shnum; i++) {
 			const GElf_Shdr *a = &vm->secs[i].shdr, *b;
 			bool rnd = fgk__section_randomized(&vm->secs[i]);
+			uint64_t size = a->sh_size;
 			size_t t;
+
+			if (a->sh_type == SHT_SYMTAB)
+				size -= dropped * sizeof(Elf64_Sym);
+			else if (a->sh_type == SHT_SYMTAB_SHNDX)
+				size -= dropped * sizeof(Elf32_Word);
 
 			if (rnd && folded)
 				continue;
@@ -147,9 +208,9 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 				  b->sh_type != SHT_PROGBITS :
 			    strcmp(vm->secs[i].name, c->secs[j].name) ||
 			    a->sh_type != b->sh_type || a->sh_flags != b->sh_flags ||
-			    (a->sh_size != b->sh_size &&	/* + FGK_FOLDED_TEXT */
+			    (size != b->sh_size &&	/* + FGK_FOLDED_TEXT */
 			     (strcmp(c->secs[j].name, ".shstrtab") ||
-			      b->sh_size != a->sh_size + sizeof(FGK_FOLDED_TEXT)))) {
+			      b->sh_size != size + sizeof(FGK_FOLDED_TEXT)))) {
 				err = fgk__error_new(FGK_ERR_INVALID, path,
 						     "relinked file: section %zu (%s) differs from %s's (%s): stripped, another file or an older fgk's",
 						     j, c->secs[j].name, vm->path,
