@@ -196,8 +196,9 @@ def gdb_by_distance(answer, pieces):
     """gdb names an address <F+N> or <F-N> by its distance N from the
     function F's entry, also in F's cold part, another section: that
     distance is the layout's.  Where the address is not N bytes into a
-    symbol F, it is written as the piece it lies in and the offset in it
-    (<F: F.cold+k>), which the shuffle does not change.  The end of a line
+    symbol F but in a part of F's own (a symbol F.*), it is written as
+    that part and the offset in it (<F: F.cold+k>), which the shuffle does
+    not change; any other name stays as gdb gave it.  The end of a line
     ('and ends at B <G>'): past the piece its start is in, whatever follows
     (the next function, or padding gdb names nothing or by distance) is
     the shuffle's too: <next>."""
@@ -213,9 +214,13 @@ def gdb_by_distance(answer, pieces):
             return m.group(0)
         off = int(m.group(4) or 0) * (-1 if m.group(3) == "-" else 1)
         held = pieces(addr)
-        if any(n == m.group(2) and v == addr - off for v, _, n in held) or not held:
+        if any(n == m.group(2) and v == addr - off for v, _, n in held):
             return m.group(0)
-        v, _, n = held[0]
+        # only a part of F's own (F.cold, F.part.0.cold, ...)
+        part = [(v, n) for v, _, n in held if n.startswith(m.group(2) + ".")]
+        if not part:
+            return m.group(0)
+        v, n = part[0]
         return f"{m.group(1)} <{m.group(2)}: {n}+{addr - v}>"
     return ADDR_NAME.sub(name, answer)
 
