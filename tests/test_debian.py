@@ -29,6 +29,7 @@ import pytest
 import fgkrun
 import fgkbase
 from conftest import BIN_DIR, REPO
+from test_oracle import link_text
 
 pytestmark = pytest.mark.k612
 
@@ -161,10 +162,8 @@ echo kallsyms-end
 
     got = [l for l in re.search(r"kallsyms-begin\n(.*?)kallsyms-end", res.output, re.S)
            .group(1).splitlines() if "\t" not in l]
-    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True, check=True).stdout
-    link_text = int(re.search(r"^([0-9a-f]{16}) \S _text$", nm, re.M).group(1), 16)
     run_text = int(next(l for l in got if l.endswith(" _text")).split()[0], 16)
-    offset = run_text - link_text
+    offset = run_text - link_text(VMLINUX)
     want = subprocess.run([str(FGK), "map", str(VMLINUX), "--seed", seed, "--offset", hex(offset)],
                           capture_output=True, text=True)
     assert want.returncode == 0, want.stderr
