@@ -249,3 +249,49 @@ def test_kallsyms_needs_output_and_excludes_seed(boots, tmp_path):
     assert r.returncode == 2 and "--kallsyms needs -o OUT" in r.stderr
     r = run(FGK, "map", VMLINUX, "--kallsyms", cap, "--seed", boots[0]["seed"])
     assert r.returncode == 2 and "not both" in r.stderr
+
+
+@pytest.mark.k612
+def test_unequal_copies_of_one_name_placed_by_packing(tmp_path):
+    """Same-named copies of one function that differ in size or alignment
+    (a static inline emitted out of line by several objects, one copy cold:
+    .text.pfn_valid and .text.unlikely.pfn_valid) can each sit at either
+    address the capture gives for the name; only packing the whole region
+    tells them apart.  Over many seeds (no guest: the capture is `fgk map`,
+    which the guest tests prove equal to /proc/kallsyms), the layout from
+    the capture equals the seed's for every section, except those it names
+    as guessed."""
+    require_fg()
+    secs = re.findall(r"\] (\.text\.(?:unlikely\.)?(\S+))\s+PROGBITS\s+\S+\s+\S+\s+(\S+)"
+                      r"\s+\S+\s+AX\s+\S+\s+\S+\s+(\d+)", run("readelf", "-SW", VMLINUX).stdout)
+    by_name = {}
+    for sec, name, size, align in secs:
+        by_name.setdefault(name, set()).add((size, align))
+    count = {}
+    for line in run("nm", VMLINUX).stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tT":
+            count[f[2]] = count.get(f[2], 0) + 1
+    # the symbol itself in both (not F in .text.F and F.cold in .text.unlikely.F)
+    unequal = sorted(n for n, v in by_name.items() if len(v) > 1 and count.get(n, 0) > 1)
+    if not unequal:
+        pytest.skip(f"{KERNEL_NAME}/vmlinux has no function symbol named alike in sections of "
+                    "unequal size or alignment: nothing to tell apart by packing")
+    print(f"{len(unequal)} names with unequal copies, e.g. {unequal[:4]}")
+    cap = tmp_path / "kallsyms"
+    for _ in range(40):
+        seed = secrets.token_hex(32)
+        m = run(FGK, "map", VMLINUX, "--seed", seed, "--offset", "0x1e00000")
+        assert m.returncode == 0, m.stderr
+        cap.write_text(m.stdout)
+        got = run(FGK, "layout", VMLINUX, "--kallsyms", cap, check=False)
+        assert got.returncode == 0, f"seed {seed}: {got.stderr}"
+        want = run(FGK, "layout", VMLINUX, "--seed", seed).stdout.splitlines()
+        guessed = got.stderr
+        have = [l for l in got.stdout.splitlines() if "seed" not in l.lower()]
+        want = [l for l in want if "seed" not in l.lower()]
+        assert len(have) == len(want)
+        for a, b in zip(have, want):
+            if a != b:
+                sec = a.split("\t")[1]
+                assert sec in guessed, f"seed {seed}: {sec} placed otherwise, not named as guessed:\n{a}\n{b}"

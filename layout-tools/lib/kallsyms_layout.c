@@ -527,7 +527,16 @@ struct match {
 	uint64_t *newa;
 	uint64_t offset;
 	const char *path, *vmpath;
+	unsigned mask;		/* which order each unequal group is tried in:
+				   mixed radix, one digit of n! per group */
+	unsigned npairs;	/* product of the n! of the groups met */
+	char *pair_names;	/* their sections, for the guessed list */
+	size_t pair_len;
 };
+
+/* Orders of same-named copies that differ in alignment tried at most. */
+#define MAX_TRIES 64
+#define MAX_COPIES 4
 
 /* Runtime address of kallsyms symbol i if its place is known. */
 static bool expected(const struct match *m, uint32_t i, uint64_t *addr)
@@ -671,11 +680,12 @@ static struct fgk_error *match_pass(struct match *m, bool *progress)
 
 /*
  * Group g is still unresolved after the passes: several sections, each
- * with one symbol of that name, all of the same size and alignment and the
- * symbol at the same offset.  Any assignment gives the same kallsyms, so
+ * with one symbol of that name.  All of the same size and alignment, the
+ * symbol at the same offset: any assignment gives the same kallsyms, so
  * kallsyms cannot tell them apart: place them in link order at the
  * remaining addresses in increasing order, and name them in *names.
- * Anything less symmetric is an error.
+ * Otherwise (up to MAX_COPIES copies, a cold one among them): the order
+ * numbered m->mask; fgk_layout_from_kallsyms() tries every order.
  */
 static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 					 char **names, size_t *len,
@@ -684,6 +694,9 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 	uint32_t first = UINT32_MAX;
 	size_t nr = 0, j = m->gc[g];
 	const struct fgk_section *e0 = NULL;
+	bool asym = false;
+	size_t perm_n = 0;
+	unsigned perm_f = 1;
 
 	for (size_t v = m->gv[g]; v < m->gv[g + 1]; v++) {
 		uint32_t i = m->vi[v];
@@ -696,14 +709,87 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		if (first == UINT32_MAX) {
 			first = i;
 			e0 = e;
-		} else if (e == e0 || e->size != e0->size || e->align != e0->align ||
-			   m->ks->syms[i].addr - e->addr !=
-			   m->ks->syms[first].addr - e0->addr) {
+		} else if (e == e0 || nr >= MAX_COPIES) {
 			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
 					      "cannot tell apart the symbols called %s (sections %s and %s): use the seed",
 					      m->ks->syms[i].name, e0->name, e->name);
+		} else if (e->size != e0->size || e->align != e0->align ||
+			   m->ks->syms[i].addr - e->addr !=
+			   m->ks->syms[first].addr - e0->addr) {
+			asym = true;
 		}
 		nr++;
+	}
+	if (asym) {
+		unsigned f = 1;
+
+		for (unsigned x = 2; x <= nr; x++)
+			f *= x;
+		if ((m->npairs ? m->npairs : 1) * f > MAX_TRIES)
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
+					      "cannot tell apart the %zu symbols called %s (and others before): use the seed",
+					      nr, m->ks->syms[first].name);
+		perm_n = nr;
+		perm_f = f;
+	}
+	if (asym) {
+		/*
+		 * Copies of one function (a static inline out of line in
+		 * several objects, some of them cold) that differ in size,
+		 * alignment or the symbol's offset, every place plausible
+		 * for each: only packing the whole region can tell which is
+		 * where.  The caller tries
+		 * each order (m->mask) and keeps what passes the §7 check.
+		 */
+		unsigned before = m->npairs ? m->npairs : 1;
+		unsigned code = (m->mask / before) % perm_f;
+		size_t pick[MAX_COPIES], rest[MAX_COPIES];
+		size_t need = m->pair_len + strlen(e0->name) + 2 + 64;
+		char *nn = realloc(m->pair_names, need + 1);
+
+		if (!nn)
+			return &fgk_enomem;
+		m->pair_names = nn;
+		m->pair_len += (size_t)sprintf(nn + m->pair_len, "%s%s (%zu copies)",
+					       m->pair_len ? ", " : "", e0->name, perm_n);
+		m->npairs = before * perm_f;
+		/* permutation number code (factorial number system) */
+		for (size_t x = 0; x < perm_n; x++)
+			rest[x] = x;
+		for (size_t x = 0, left = perm_n; x < perm_n; x++, left--) {
+			unsigned fl = 1;
+
+			for (unsigned y = 2; y < left; y++)
+				fl *= y;
+			pick[x] = rest[code / fl];
+			for (size_t y = code / fl; y + 1 < left; y++)
+				rest[y] = rest[y + 1];
+			code %= fl;
+		}
+		for (size_t v = m->gv[g], n = 0; v < m->gv[g + 1]; v++) {
+			uint32_t i = m->vi[v];
+			struct fgk_error *err;
+			uint64_t a;
+			size_t k = 0, want;
+
+			if (expected(m, i, &a))
+				continue;
+			want = pick[n];
+			for (j = m->gc[g]; j < m->gc[g + 1]; j++)
+				if (!m->c[j].used && k++ == want)
+					break;
+			if (j == m->gc[g + 1])
+				return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
+						      "too few addresses for the symbols called %s",
+						      m->ks->syms[i].name);
+			err = place(m, i, m->c[j].addr);
+			if (err)
+				return err;
+			n++;
+		}
+		for (j = m->gc[g]; j < m->gc[g + 1]; j++)
+			m->c[j].used = false;
+		return NULL;
 	}
 	for (size_t v = m->gv[g]; v < m->gv[g + 1]; v++) {
 		uint32_t i = m->vi[v];
@@ -824,14 +910,16 @@ static struct fgk_error *base_offset(struct match *m)
 	return NULL;
 }
 
-struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
-					   const char *text, size_t len,
-					   const char *path,
-					   struct fgk_layout **ret,
-					   struct fgk_kallsyms_origin *origin)
+static struct fgk_error *from_kallsyms_once(struct fgk_vmlinux *vm,
+					    const char *text, size_t len,
+					    const char *path,
+					    struct fgk_layout **ret,
+					    struct fgk_kallsyms_origin *origin,
+					    unsigned mask, unsigned *npairs,
+					    char **pair_names)
 {
 	struct match m = { .path = path ? path : "kallsyms capture",
-			   .vmpath = vm->path };
+			   .vmpath = vm->path, .mask = mask };
 	struct fgk_kallsyms *ks = NULL;
 	struct fgk_error *err;
 	char *copy = NULL, *gnames = NULL;
@@ -942,7 +1030,91 @@ out:
 	free(m.gc);
 	free(m.done);
 	free(gnames);
+	*npairs = m.npairs;
+	*pair_names = m.pair_names;
 	return err;
+}
+
+/*
+ * Same-named pairs that differ in alignment are placed one way round or
+ * the other by a bit of mask each; every way round is tried, and only one
+ * may pass the §7 check for the layout to be exact.  Where several pass,
+ * the first is kept and the pairs are named as guessed.
+ */
+struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
+					   const char *text, size_t len,
+					   const char *path,
+					   struct fgk_layout **ret,
+					   struct fgk_kallsyms_origin *origin)
+{
+	struct fgk_error *first_err = NULL;
+	struct fgk_layout *keep = NULL;
+	struct fgk_kallsyms_origin kept = { 0 };
+	char *kept_pairs = NULL;
+	unsigned passed = 0, tries = 1;
+
+	*ret = NULL;
+	for (unsigned mask = 0; mask < tries; mask++) {
+		struct fgk_kallsyms_origin o;
+		struct fgk_layout *l = NULL;
+		struct fgk_error *err;
+		unsigned npairs = 0;
+		char *pairs = NULL;
+
+		err = from_kallsyms_once(vm, text, len, path, &l, &o, mask,
+					 &npairs, &pairs);
+		if (mask == 0 && npairs)
+			tries = npairs;
+		if (err) {
+			free(pairs);
+			if (!first_err && err->code != FGK_ERR_KALLSYMS) {
+				fgk_layout_free(keep);
+				fgk_kallsyms_origin_clear(&kept);
+				free(kept_pairs);
+				return err;	/* memory, not the capture */
+			}
+			if (!first_err)
+				first_err = err;
+			else
+				fgk_error_free(err);
+			continue;
+		}
+		if (passed++ == 0) {
+			keep = l;
+			kept = o;
+			kept_pairs = pairs;
+		} else {
+			fgk_layout_free(l);
+			fgk_kallsyms_origin_clear(&o);
+			free(pairs);
+		}
+	}
+	if (!passed) {
+		free(kept_pairs);
+		return first_err;
+	}
+	fgk_error_free(first_err);
+	if (passed > 1 && kept_pairs) {
+		size_t need = strlen(kept_pairs) + 3 + (kept.guessed_names ?
+						       strlen(kept.guessed_names) : 0);
+		char *all = malloc(need + 1);
+
+		if (!all) {
+			fgk_layout_free(keep);
+			fgk_kallsyms_origin_clear(&kept);
+			free(kept_pairs);
+			return &fgk_enomem;
+		}
+		sprintf(all, "%s%s%s", kept_pairs, kept.guessed_names ? ", " : "",
+			kept.guessed_names ? kept.guessed_names : "");
+		free(kept.guessed_names);
+		kept.guessed_names = all;
+		kept.guessed++;
+	}
+	free(kept_pairs);
+	*origin = kept;
+	*ret = keep;
+	return NULL;
 }
 
 /* ---- from the kallsyms tables in a dump --------------------------------- */
