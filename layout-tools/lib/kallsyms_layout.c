@@ -678,6 +678,18 @@ static struct fgk_error *match_pass(struct match *m, bool *progress)
 	return NULL;
 }
 
+/* Append name to the comma-separated list *names of length *len. */
+static struct fgk_error *add_name(char **names, size_t *len, const char *name)
+{
+	char *nn = realloc(*names, *len + strlen(name) + 3);
+
+	if (!nn)
+		return &fgk_enomem;
+	*names = nn;
+	*len += (size_t)sprintf(nn + *len, "%s%s", *len ? ", " : "", name);
+	return NULL;
+}
+
 /*
  * Group g is still unresolved after the passes: several sections, each
  * with one symbol of that name.  All of the same size and alignment, the
@@ -744,14 +756,6 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		unsigned before = m->npairs ? m->npairs : 1;
 		unsigned code = (m->mask / before) % perm_f;
 		size_t pick[MAX_COPIES], rest[MAX_COPIES];
-		size_t need = m->pair_len + strlen(e0->name) + 2 + 64;
-		char *nn = realloc(m->pair_names, need + 1);
-
-		if (!nn)
-			return &fgk_enomem;
-		m->pair_names = nn;
-		m->pair_len += (size_t)sprintf(nn + m->pair_len, "%s%s (%zu copies)",
-					       m->pair_len ? ", " : "", e0->name, perm_n);
 		m->npairs = before * perm_f;
 		/* permutation number code (factorial number system) */
 		for (size_t x = 0; x < perm_n; x++)
@@ -783,6 +787,10 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 						      "too few addresses for the symbols called %s",
 						      m->ks->syms[i].name);
 			err = place(m, i, m->c[j].addr);
+			if (err)
+				return err;
+			err = add_name(&m->pair_names, &m->pair_len,
+				       m->l->secs[m->sec[i]].name);
 			if (err)
 				return err;
 			n++;
@@ -1110,6 +1118,8 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 		free(kept.guessed_names);
 		kept.guessed_names = all;
 		kept.guessed++;
+		for (const char *c = kept_pairs; *c; c++)
+			kept.guessed += *c == ',';
 	}
 	free(kept_pairs);
 	*origin = kept;
