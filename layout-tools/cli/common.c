@@ -375,7 +375,7 @@ void cli_origin_tail(const struct fgk_kallsyms_origin *o)
 	fprintf(stderr, "%zu sections placed by their symbols, %zu without a kallsyms symbol by elimination",
 		o->by_symbol, o->by_elimination);
 	if (o->guessed)
-		fprintf(stderr, "; %zu sections are interchangeable (same size and alignment, kallsyms cannot tell them apart; placed in section order): %s",
+		fprintf(stderr, "; %zu sections are interchangeable (kallsyms cannot tell them apart: same size and alignment, or copies of one function that pack either way; placed in section order): %s",
 			o->guessed, o->guessed_names);
 	fputc('\n', stderr);
 }
