@@ -288,44 +288,46 @@ static bool index_writer_gone(int tmpfd)
 	return kill((pid_t)pid, 0) < 0 && errno == ESRCH;
 }
 
-/* The files of one stale temporary directory, then it (nothing below it is followed). */
-static void remove_index_temp(int dirfd, const char *name)
+/* Directory name under atfd, open for reading (extra: O_NOFOLLOW or 0), or NULL. */
+static DIR *opendir_at(int atfd, const char *name, int extra)
 {
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	struct dirent *de;
-	struct stat st;
+	int fd = openat(atfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | extra);
 	DIR *d;
 
 	if (fd < 0)
-		return;
+		return NULL;
 	d = fdopendir(fd);
-	if (!d) {
+	if (!d)
 		close(fd);
+	return d;
+}
+
+/* The files of one stale temporary directory, then it (nothing below it is followed). */
+static void remove_index_temp(int parent, const char *name)
+{
+	DIR *d = opendir_at(parent, name, O_NOFOLLOW);
+	struct dirent *de;
+	struct stat st;
+
+	if (!d)
 		return;
-	}
 	while ((de = readdir(d)))
-		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    !S_ISDIR(st.st_mode))
-			unlinkat(fd, de->d_name, 0);
+			unlinkat(dirfd(d), de->d_name, 0);
 	closedir(d);
-	unlinkat(dirfd, name, AT_REMOVEDIR);	/* fails if a directory is left */
+	unlinkat(parent, name, AT_REMOVEDIR);	/* fails if a directory is left */
 }
 
 /* Stale temporary directories of killed index writers in a <build-id> directory. */
 static void clean_index_temps(int atfd, const char *dir, time_t now)
 {
-	int dfd = openat(atfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = opendir_at(atfd, dir, 0);
 	struct dirent *de;
 	struct stat st;
-	DIR *d;
 
-	if (dfd < 0)
+	if (!d)
 		return;
-	d = fdopendir(dfd);
-	if (!d) {
-		close(dfd);
-		return;
-	}
 	while ((de = readdir(d))) {
 		int fd;
 		bool stale;
@@ -423,20 +425,17 @@ static bool entry_name(const char *name)
 static void clean_build_id_dir(int rootfd, const char *name, time_t now,
 			       long long max_age)
 {
-	int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d = opendir_at(rootfd, name, O_NOFOLLOW);
 	struct dirent *de;
 	struct stat st, dst;
-	DIR *d;
+	int fd;
 
 	/* its mtime before its entries go (libdebuginfod: fts's pre-order stat) */
-	if (fd < 0 || fstat(fd, &dst) < 0) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
+	fd = dirfd(d);
+	if (fstat(fd, &dst) < 0) {
+		closedir(d);
 		return;
 	}
 	while ((de = readdir(d)))
