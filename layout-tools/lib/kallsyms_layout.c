@@ -529,9 +529,9 @@ struct match {
 	const char *path, *vmpath;
 	unsigned mask;		/* which order each unequal group is tried in:
 				   mixed radix, one digit of n! per group */
-	unsigned npairs;	/* product of the n! of the groups met */
-	char *pair_names;	/* their sections, for the guessed list */
-	size_t pair_len;
+	unsigned norders;	/* product of the n! of the groups met */
+	char *copy_names;	/* their sections, for the guessed list */
+	size_t copy_len;
 };
 
 /* Orders of same-named copies that differ in alignment tried at most. */
@@ -707,8 +707,6 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 	size_t nr = 0, j = m->gc[g];
 	const struct fgk_section *e0 = NULL;
 	bool asym = false;
-	size_t perm_n = 0;
-	unsigned perm_f = 1;
 
 	for (size_t v = m->gv[g]; v < m->gv[g + 1]; v++) {
 		uint32_t i = m->vi[v];
@@ -733,34 +731,30 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		nr++;
 	}
 	if (asym) {
-		unsigned f = 1;
-
-		for (unsigned x = 2; x <= nr; x++)
-			f *= x;
-		if ((m->npairs ? m->npairs : 1) * f > MAX_TRIES)
-			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
-					      "cannot tell apart the %zu symbols called %s (and others before): use the seed",
-					      nr, m->ks->syms[first].name);
-		perm_n = nr;
-		perm_f = f;
-	}
-	if (asym) {
 		/*
 		 * Copies of one function (a static inline out of line in
 		 * several objects, some of them cold) that differ in size,
 		 * alignment or the symbol's offset, every place plausible
 		 * for each: only packing the whole region can tell which is
-		 * where.  The caller tries
-		 * each order (m->mask) and keeps what passes the §7 check.
+		 * where.  The caller tries each order (m->mask) and keeps
+		 * what passes the §7 check.
 		 */
-		unsigned before = m->npairs ? m->npairs : 1;
+		unsigned perm_f = 1;
+
+		for (unsigned x = 2; x <= nr; x++)
+			perm_f *= x;
+		if ((m->norders ? m->norders : 1) * perm_f > MAX_TRIES)
+			return fgk__error_new(FGK_ERR_KALLSYMS, m->path,
+					      "cannot tell apart the %zu symbols called %s (and others before): use the seed",
+					      nr, m->ks->syms[first].name);
+		unsigned before = m->norders ? m->norders : 1;
 		unsigned code = (m->mask / before) % perm_f;
 		size_t pick[MAX_COPIES], rest[MAX_COPIES];
-		m->npairs = before * perm_f;
+		m->norders = before * perm_f;
 		/* permutation number code (factorial number system) */
-		for (size_t x = 0; x < perm_n; x++)
+		for (size_t x = 0; x < nr; x++)
 			rest[x] = x;
-		for (size_t x = 0, left = perm_n; x < perm_n; x++, left--) {
+		for (size_t x = 0, left = nr; x < nr; x++, left--) {
 			unsigned fl = 1;
 
 			for (unsigned y = 2; y < left; y++)
@@ -789,7 +783,7 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 			err = place(m, i, m->c[j].addr);
 			if (err)
 				return err;
-			err = add_name(&m->pair_names, &m->pair_len,
+			err = add_name(&m->copy_names, &m->copy_len,
 				       m->l->secs[m->sec[i]].name);
 			if (err)
 				return err;
@@ -803,8 +797,6 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		uint32_t i = m->vi[v];
 		struct fgk_error *err;
 		uint64_t a;
-		size_t need;
-		char *nn;
 
 		if (expected(m, i, &a))
 			continue;
@@ -818,16 +810,11 @@ static struct fgk_error *guess_symmetric(struct match *m, size_t g,
 		err = place(m, i, m->c[j].addr);
 		if (err)
 			return err;
-		need = *len + strlen(m->l->secs[m->sec[i]].name) + 3;
-		nn = realloc(*names, need + 1);
-		if (!nn)
-			return &fgk_enomem;
-		*names = nn;
-		*len += (size_t)sprintf(nn + *len, "%s%s", *len ? ", " : "",
-					m->l->secs[m->sec[i]].name);
+		err = add_name(names, len, m->l->secs[m->sec[i]].name);
+		if (err)
+			return err;
 		(*nguess)++;
 	}
-	(void)nr;
 	return NULL;
 }
 
@@ -918,13 +905,28 @@ static struct fgk_error *base_offset(struct match *m)
 	return NULL;
 }
 
+/* names (count sections) first in o's guessed list, then what o had. */
+static struct fgk_error *prepend_guessed(struct fgk_kallsyms_origin *o,
+					 const char *names, size_t count)
+{
+	char *all;
+
+	if (asprintf(&all, "%s%s%s", names, o->guessed_names ? ", " : "",
+		     o->guessed_names ? o->guessed_names : "") < 0)
+		return &fgk_enomem;
+	free(o->guessed_names);
+	o->guessed_names = all;
+	o->guessed += count;
+	return NULL;
+}
+
 static struct fgk_error *from_kallsyms_once(struct fgk_vmlinux *vm,
 					    const char *text, size_t len,
 					    const char *path,
 					    struct fgk_layout **ret,
 					    struct fgk_kallsyms_origin *origin,
-					    unsigned mask, unsigned *npairs,
-					    char **pair_names)
+					    unsigned mask, unsigned *norders,
+					    char **copy_names)
 {
 	struct match m = { .path = path ? path : "kallsyms capture",
 			   .vmpath = vm->path, .mask = mask };
@@ -1007,19 +1009,9 @@ static struct fgk_error *from_kallsyms_once(struct fgk_vmlinux *vm,
 	if (err)
 		goto out;
 	if (nguess) {	/* the same-named twins first, then settle()'s */
-		size_t need = glen + 3 + (origin->guessed_names ?
-					  strlen(origin->guessed_names) : 0);
-		char *all = malloc(need + 1);
-
-		if (!all) {
-			err = &fgk_enomem;
+		err = prepend_guessed(origin, gnames, nguess);
+		if (err)
 			goto out;
-		}
-		sprintf(all, "%s%s%s", gnames, origin->guessed_names ? ", " : "",
-			origin->guessed_names ? origin->guessed_names : "");
-		free(origin->guessed_names);
-		origin->guessed_names = all;
-		origin->guessed += nguess;
 	}
 	origin->offset = m.offset;
 	*ret = m.l;
@@ -1038,16 +1030,18 @@ out:
 	free(m.gc);
 	free(m.done);
 	free(gnames);
-	*npairs = m.npairs;
-	*pair_names = m.pair_names;
+	*norders = m.norders;
+	*copy_names = m.copy_names;
 	return err;
 }
 
 /*
- * Same-named pairs that differ in alignment are placed one way round or
- * the other by a bit of mask each; every way round is tried, and only one
- * may pass the §7 check for the layout to be exact.  Where several pass,
- * the first is kept and the pairs are named as guessed.
+ * Groups of same-named copies that differ in size or alignment are placed
+ * in the order numbered mask (guess_symmetric()); every order is tried,
+ * and only one may pass the §7 check for the layout to be exact.  Where
+ * several pass, the first is kept and the copies are named as guessed.
+ * Each try reads the capture again: such groups are rare (about 1 seed in
+ * 7 on 6.1, 2 orders).
  */
 struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 					   const char *text, size_t len,
@@ -1058,7 +1052,7 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 	struct fgk_error *first_err = NULL;
 	struct fgk_layout *keep = NULL;
 	struct fgk_kallsyms_origin kept = { 0 };
-	char *kept_pairs = NULL;
+	char *kept_copies = NULL;
 	unsigned passed = 0, tries = 1;
 
 	*ret = NULL;
@@ -1066,19 +1060,19 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 		struct fgk_kallsyms_origin o;
 		struct fgk_layout *l = NULL;
 		struct fgk_error *err;
-		unsigned npairs = 0;
+		unsigned norders = 0;
 		char *pairs = NULL;
 
 		err = from_kallsyms_once(vm, text, len, path, &l, &o, mask,
-					 &npairs, &pairs);
-		if (mask == 0 && npairs)
-			tries = npairs;
+					 &norders, &pairs);
+		if (mask == 0 && norders)
+			tries = norders;
 		if (err) {
 			free(pairs);
 			if (!first_err && err->code != FGK_ERR_KALLSYMS) {
 				fgk_layout_free(keep);
 				fgk_kallsyms_origin_clear(&kept);
-				free(kept_pairs);
+				free(kept_copies);
 				return err;	/* memory, not the capture */
 			}
 			if (!first_err)
@@ -1090,7 +1084,7 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 		if (passed++ == 0) {
 			keep = l;
 			kept = o;
-			kept_pairs = pairs;
+			kept_copies = pairs;
 		} else {
 			fgk_layout_free(l);
 			fgk_kallsyms_origin_clear(&o);
@@ -1098,30 +1092,23 @@ struct fgk_error *fgk_layout_from_kallsyms(struct fgk_vmlinux *vm,
 		}
 	}
 	if (!passed) {
-		free(kept_pairs);
+		free(kept_copies);
 		return first_err;
 	}
 	fgk_error_free(first_err);
-	if (passed > 1 && kept_pairs) {
-		size_t need = strlen(kept_pairs) + 3 + (kept.guessed_names ?
-						       strlen(kept.guessed_names) : 0);
-		char *all = malloc(need + 1);
+	if (passed > 1 && kept_copies) {
+		size_t count = 1;
 
-		if (!all) {
+		for (const char *c = kept_copies; *c; c++)
+			count += *c == ',';
+		if (prepend_guessed(&kept, kept_copies, count)) {
 			fgk_layout_free(keep);
 			fgk_kallsyms_origin_clear(&kept);
-			free(kept_pairs);
+			free(kept_copies);
 			return &fgk_enomem;
 		}
-		sprintf(all, "%s%s%s", kept_pairs, kept.guessed_names ? ", " : "",
-			kept.guessed_names ? kept.guessed_names : "");
-		free(kept.guessed_names);
-		kept.guessed_names = all;
-		kept.guessed++;
-		for (const char *c = kept_pairs; *c; c++)
-			kept.guessed += *c == ',';
 	}
-	free(kept_pairs);
+	free(kept_copies);
 	*origin = kept;
 	*ret = keep;
 	return NULL;
