@@ -182,14 +182,17 @@ static struct fgk_error *move_text(struct relink *r)
 }
 
 /* The SHT_SYMTAB_SHNDX table of symbol table symndx (in the input), if any. */
+/* symndx's .symtab_shndx, its entries in *nx, its section index in *sec if sec. */
 static const unsigned char *find_xindex(struct fgk_vmlinux *vm, size_t symndx,
-					size_t *nx)
+					size_t *nx, size_t *sec)
 {
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
 		if (sh->sh_type == SHT_SYMTAB_SHNDX && sh->sh_link == symndx) {
 			*nx = sh->sh_size / sizeof(Elf32_Word);
+			if (sec)
+				*sec = i;
 			return (const unsigned char *)vm->image + sh->sh_offset;
 		}
 	}
@@ -224,7 +227,7 @@ static struct fgk_error *fix_symtab(struct relink *r, size_t symndx,
 	const GElf_Shdr *sh = &r->vm->secs[symndx].shdr;
 	unsigned char *base = r->buf + sh->sh_offset;
 	size_t n = sh->sh_size / sizeof(Elf64_Sym), nx;
-	const unsigned char *xindex = find_xindex(r->vm, symndx, &nx);
+	const unsigned char *xindex = find_xindex(r->vm, symndx, &nx, NULL);
 	int64_t *d = calloc(n ? n : 1, sizeof(*d));
 
 	if (!d)
@@ -738,9 +741,9 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 		unsigned char *base = r->buf + st->sh_offset;
 		size_t ns = st->sh_size / sizeof(Elf64_Sym), nx = 0, kept = 1;
 		size_t nlocal = st->sh_info, locals_dropped = 0;
-		const unsigned char *xin = find_xindex(vm, symndx, &nx);
-		size_t xndx = xin ? (size_t)(xin - (const unsigned char *)vm->image) : 0;
-		unsigned char *xout = xin ? r->buf + xndx : NULL;
+		size_t xsec = 0;
+		const unsigned char *xin = find_xindex(vm, symndx, &nx, &xsec);
+		unsigned char *xout = xin ? r->buf + (xin - (const unsigned char *)vm->image) : NULL;
 
 		for (size_t i = 1; i < ns; i++) {
 			Elf64_Sym sym;
@@ -760,25 +763,22 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 			}
 			if (x == first && ELF64_ST_TYPE(sym.st_info) == STT_SECTION)
 				sym.st_value = l->start;	/* the folded section's */
-			if (sym.st_shndx == SHN_UNDEF ||
-			    (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX) ||
-			    x == SHN_UNDEF || x >= n) {
-				if (xout && o < nx)
-					memcpy(xout + o * sizeof(w), &w, sizeof(w));
-				memcpy(base + o * sizeof(sym), &sym, sizeof(sym));
-				continue;
-			}
-			w = 0;
-			x = map[x];
-			if (x < SHN_LORESERVE) {
-				sym.st_shndx = (Elf64_Half)x;
-			} else if (xout && i < nx) {
-				sym.st_shndx = SHN_XINDEX;
-				w = (Elf32_Word)x;
-			} else {
-				err = fgk__error_new(FGK_ERR_ELF, vm->path,
-						     "corrupt ELF: symbol %zu needs .symtab_shndx", i);
-				goto out;
+			/* renumbered unless it names no section of the input */
+			if (!(sym.st_shndx == SHN_UNDEF ||
+			      (sym.st_shndx >= SHN_LORESERVE && sym.st_shndx != SHN_XINDEX) ||
+			      x == SHN_UNDEF || x >= n)) {
+				w = 0;
+				x = map[x];
+				if (x < SHN_LORESERVE) {
+					sym.st_shndx = (Elf64_Half)x;
+				} else if (xout && i < nx) {
+					sym.st_shndx = SHN_XINDEX;
+					w = (Elf32_Word)x;
+				} else {
+					err = fgk__error_new(FGK_ERR_ELF, vm->path,
+							     "corrupt ELF: symbol %zu needs .symtab_shndx", i);
+					goto out;
+				}
 			}
 			if (xout && o < nx)
 				memcpy(xout + o * sizeof(w), &w, sizeof(w));
@@ -788,14 +788,10 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 		memset(base + kept * sizeof(Elf64_Sym), 0, (ns - kept) * sizeof(Elf64_Sym));
 		nh[map[symndx]].sh_size = kept * sizeof(Elf64_Sym);
 		nh[map[symndx]].sh_info = (Elf64_Word)(nlocal - locals_dropped);
-		if (xout && nx == ns) {
-			for (size_t i = 1; i < n; i++)
-				if (vm->secs[i].shdr.sh_type == SHT_SYMTAB_SHNDX &&
-				    vm->secs[i].shdr.sh_link == symndx && map[i]) {
-					memset(xout + kept * sizeof(Elf32_Word), 0,
-					       (nx - kept) * sizeof(Elf32_Word));
-					nh[map[i]].sh_size = kept * sizeof(Elf32_Word);
-				}
+		if (xout && nx == ns && map[xsec]) {
+			memset(xout + kept * sizeof(Elf32_Word), 0,
+			       (nx - kept) * sizeof(Elf32_Word));
+			nh[map[xsec]].sh_size = kept * sizeof(Elf32_Word);
 		}
 	}
 
