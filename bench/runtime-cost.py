@@ -17,6 +17,7 @@ hardware estimate).
 
   bench/runtime-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
   bench/runtime-cost.py --wall ROUNDS [--kernel DIR]
+  bench/runtime-cost.py --cpu ROUNDS [--nochain] [--kernel DIR] [--json FILE]
   bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
 
 --remedies: the cause of a workload's cost and layouts that might lower it,
@@ -41,6 +42,18 @@ decompressor and start_kernel() up to parse_early_param()), kernel boot (to
 the decompressor's own FG-KASLR phase_cycles (/proc/fgkaslr_stats), and
 QEMU's translation statistics (`info jit` over QMP) at the script's end.
 
+--cpu: the same runs and phases, and at each phase's console line also
+QEMU's CPU time (polled every 5 ms): the vCPU thread's time on a CPU and
+its time waiting on a run queue (/proc/PID/task/TID/schedstat, ns; QEMU
+runs with -name debug-threads=on to name it "ALL CPUs/TCG") and the whole
+process's utime+stime (/proc/PID/stat); per phase the medians of each side
+and the median and range of the FG - nofgkaslr difference within each
+interleaved pair.  CPU time counts what QEMU did, not how long it waited
+for the host's CPUs, so it holds up on a shared host where wall time does
+not.  --nochain runs QEMU with -d nochain (no translated block jumps
+straight to another: every block returns to QEMU's main loop), which takes
+TCG's block chaining, and so its page rule, out of the comparison.
+
 SEEDS defaults to 5.  Default kernel build/kernel (6.1), no-FG build
 build/kernel-nofg when present; for 6.12: --kernel build/kernel-6.12
 --nofg build/kernel-6.12-nofg.
@@ -50,6 +63,7 @@ import bisect
 import collections
 import json
 import math
+import os
 import random
 import re
 import statistics
@@ -228,27 +242,80 @@ JIT_FIELDS = (("TB count", r"TB count\s+(\d+)"), ("cross-page TBs", r"cross page
               ("TB flushes", r"TB flush count\s+(\d+)"), ("TB invalidates", r"TB invalidate count\s+(\d+)"))
 
 
-def one_wall(kernel, append):
+def qemu_times(pid):
+    """QEMU's CPU time so far: the process's utime+stime (all threads, dead
+    ones too; clock ticks, /proc/PID/stat) and, per live thread named "TCG"
+    (QEMU's vCPU thread; needs -name debug-threads=on), its time on a CPU and
+    its time waiting on a run queue in ns (/proc/PID/task/TID/schedstat).
+    Returns (process_s, vcpu_run_s, vcpu_wait_s); None for what is gone."""
+    try:
+        st = Path(f"/proc/{pid}/stat").read_text()
+        f = st[st.rindex(")") + 2:].split()
+        proc = (int(f[11]) + int(f[12])) / TICK
+    except (OSError, ValueError, IndexError):
+        return None
+    run = wait = 0
+    try:
+        for t in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                if "TCG" in (t / "comm").read_text():
+                    r, w, _ = (t / "schedstat").read_text().split()
+                    run, wait = run + int(r), wait + int(w)
+            except (OSError, ValueError):
+                continue
+    except OSError:
+        return None
+    return proc, run / 1e9, wait / 1e9
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def wait_marks(g, kernel, append, t0):
+    """Wait for WALL_MARKS on the console in order, polling every 5 ms; at
+    each, the host's monotonic time since t0 and qemu_times()."""
+    t, cpu, i = {}, {}, 0
+    deadline = t0 + 600
+    while i < len(WALL_MARKS):
+        con = g.console_so_far()
+        while i < len(WALL_MARKS) and re.search(WALL_MARKS[i][1], con):
+            name = WALL_MARKS[i][0]
+            t[name] = time.monotonic() - t0
+            cpu[name] = qemu_times(g.proc.pid)
+            i += 1
+        if i < len(WALL_MARKS):
+            if g.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"runtime-cost: {kernel} {append}: no '{WALL_MARKS[i][1]}' "
+                                 "on the console")
+            time.sleep(0.005)
+    return t, cpu
+
+
+def one_wall(kernel, append, nochain=False):
+    extra = ["-name", "debug-threads=on"] + (["-d", "nochain"] if nochain else [])
     g = fgkrun.Guest("boot", JIT_SCRIPT, kernel=Path(kernel) / "bzImage", kaslr=True, timeout=600,
-                     append=" ".join(x for x in ("kunit.enable=0 earlyprintk=ttyS0", append) if x))
+                     append=" ".join(x for x in ("kunit.enable=0 earlyprintk=ttyS0", append) if x),
+                     extra_qemu_args=extra)
     t0 = time.monotonic()
     g.start()
-    t = {}
     try:
-        for name, rx in WALL_MARKS:
-            if not g.wait_for_console(rx, timeout=600):
-                raise SystemExit(f"runtime-cost: {kernel} {append}: no '{rx}' on the console")
-            t[name] = time.monotonic() - t0
+        t, cpu = wait_marks(g, kernel, append, t0)
         jit = fgkrun.qmp_command(g.diag_path, "human-monitor-command", timeout=30,
                                  **{"command-line": "info jit"})
         res = g.wait()
     finally:
         g.kill()
     phases, prev = {}, 0.0
+    cphases, cprev = {}, (0.0, 0.0, 0.0)
     for name, _ in WALL_MARKS:
         phases[name] = t[name] - prev
         prev = t[name]
+        if cpu[name] is not None and cprev is not None:
+            cphases[name] = [a - b for a, b in zip(cpu[name], cprev)]
+        cprev = cpu[name]
     phases["total"] = prev
+    if all(n in cphases for n, _ in WALL_MARKS):
+        cphases["total"] = [sum(c[k] for n, c in cphases.items()) for k in range(3)]
     stats = {}
     for name, rx in JIT_FIELDS:
         mm = re.search(rx, jit)
@@ -258,7 +325,8 @@ def one_wall(kernel, append):
     dec = {n: int(v) for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if ph else {}
     if cyc:
         dec["total"] = int(cyc.group(1))
-    return {"wall": phases, "jit": stats, "decomp_cycles": dec}
+    # cpu: per phase [QEMU process CPU s, vCPU thread on-CPU s, vCPU thread run-queue wait s]
+    return {"wall": phases, "cpu": cphases, "jit": stats, "decomp_cycles": dec}
 
 
 def wall_main(kernel, rounds):
@@ -293,6 +361,56 @@ def wall_main(kernel, rounds):
         print("  decompressor FG-KASLR phase_cycles (median): " + ", ".join(
             f"{k}={statistics.median(d.get(k, 0) for d in dec):,.0f}" for k in dec[0]))
     return runs
+
+
+def spread(v):
+    """'median (min..max)' of a list."""
+    return f"{statistics.median(v):7.3f} ({min(v):.3f}..{max(v):.3f})"
+
+
+def cpu_main(kernel, rounds, nochain=False):
+    """--cpu: wall and QEMU CPU time per phase, FG vs nofgkaslr, ROUNDS
+    interleaved pairs (order alternating); Δ per pair (same round), then the
+    median and range of the pairs' Δ, beside the medians of each side."""
+    runs = {"nofgkaslr": [], "fg": []}
+    pairs = []
+    what = (("wall", lambda x, n: x["wall"][n]), ("vCPU", lambda x, n: x["cpu"][n][1]),
+            ("QEMU", lambda x, n: x["cpu"][n][0]), ("vCPU wait", lambda x, n: x["cpu"][n][2]))
+    print(f"runtime-cost --cpu: {kernel}, {rounds} pairs{', -d nochain' if nochain else ''}; "
+          "seconds per phase: wall, vCPU thread on a CPU, QEMU process CPU, vCPU run-queue wait")
+    for r in range(rounds):
+        seed = libfgk.random_seed()
+        order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+        got = {}
+        for label, app in (order if r % 2 == 0 else order[::-1]):
+            x = one_wall(kernel, app, nochain)
+            if len(x["cpu"]) != len(WALL_MARKS) + 1:
+                raise SystemExit(f"runtime-cost: {kernel} {app}: QEMU's CPU times unreadable")
+            runs[label].append(x)
+            got[label] = x
+            print(f"  {r:2} {label:10} " + "  ".join(
+                f"{n} {x['wall'][n]:.2f}/{x['cpu'][n][1]:.2f}/{x['cpu'][n][0]:.2f}/{x['cpu'][n][2]:.2f}"
+                for n in x["wall"]), flush=True)
+        pairs.append(got)
+    print(f"per phase, medians over {rounds} runs each (min..max); Δ = FG - nofgkaslr of the same "
+          "pair, median (min..max) over pairs, and Δ/nofgkaslr median:")
+    for name in [n for n, _ in WALL_MARKS] + ["total"]:
+        print(f"  {name}")
+        for w, f in what:
+            b = [f(x, name) for x in runs["nofgkaslr"]]
+            g = [f(x, name) for x in runs["fg"]]
+            d = [f(p["fg"], name) - f(p["nofgkaslr"], name) for p in pairs]
+            rel = [100 * dd / f(p["nofgkaslr"], name) for dd, p in zip(d, pairs)
+                   if f(p["nofgkaslr"], name) > 0]
+            print(f"    {w:9} FG {spread(g)}  nofgkaslr {spread(b)}  Δ {statistics.median(d):+.3f} "
+                  f"({min(d):+.3f}..{max(d):+.3f})"
+                  + (f"  {statistics.median(rel):+.1f}%" if rel else ""))
+    for k, _ in JIT_FIELDS:
+        vb = [x["jit"][k] for x in runs["nofgkaslr"] if x["jit"][k] is not None]
+        vf = [x["jit"][k] for x in runs["fg"] if x["jit"][k] is not None]
+        if vb and vf:
+            print(f"  info jit {k:16} FG {statistics.median(vf):>10,.0f}  nofgkaslr {statistics.median(vb):>10,.0f}")
+    return {"nochain": nochain, "runs": runs}
 
 
 def per_ki(n, insns):
@@ -706,6 +824,10 @@ def main():
     ap.add_argument("--json", help="also write every run's counters here")
     ap.add_argument("--wall", type=int, metavar="ROUNDS",
                     help="wall-clock phases of FG vs nofgkaslr, no plugin (see above)")
+    ap.add_argument("--cpu", type=int, metavar="ROUNDS",
+                    help="wall and QEMU CPU time per phase of FG vs nofgkaslr, no plugin (see above)")
+    ap.add_argument("--nochain", action="store_true",
+                    help="--cpu: run QEMU with -d nochain (no TB chaining: every jump via the main loop)")
     ap.add_argument("--remedies", metavar="WORKLOAD",
                     help="trace WORKLOAD and replay it under remedy layouts (see docs)")
     ap.add_argument("--draws", type=int, default=8, help="--remedies: layouts drawn per remedy")
@@ -719,6 +841,11 @@ def main():
             ap.error(f"--remedies {a.remedies}: not a workload ({', '.join(n for _, n, _ in WORKLOADS)})")
         return remedies_main(Path(a.kernel), a.remedies, a.draws,
                              [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json, a.stream)
+    if a.cpu:
+        runs = cpu_main(Path(a.kernel), a.cpu, a.nochain)
+        if a.json:
+            Path(a.json).write_text(json.dumps(runs, indent=1))
+        return 0
     if a.wall:
         runs = wall_main(Path(a.kernel), a.wall)
         if a.json:
