@@ -22,7 +22,6 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = REPO / "layout-tools"
 FGK = REPO / "build" / "bin" / "fgk"
-FIX = REPO / "build" / "tools" / "fixtures"
 from conftest import KERNEL_DIR, KERNEL_NAME  # noqa: E402
 import oracle  # noqa: E402
 from oracle import readelf_build_id  # noqa: E402
@@ -40,11 +39,13 @@ def fgk(*args, input=None, check=False):
 
 
 @pytest.fixture(scope="session")
-def fixtures():
-    r = subprocess.run(["make", "-s", "-C", str(TOOLS), "all", "fixtures"],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stdout + r.stderr
-    return FIX
+def fixtures(elf_fixtures):
+    """The tools built and the ELF fixtures generated into this session's own
+    directory (conftest.elf_fixtures), not build/tools/fixtures: build.sh
+    empties its directory first, and `make -C layout-tools check`
+    (test_make_check) refills that one while make check's other tier, which
+    runs beside this one, may be reading it."""
+    return elf_fixtures
 
 
 def test_make_check():
