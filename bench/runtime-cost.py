@@ -18,6 +18,7 @@ hardware estimate).
   bench/runtime-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
   bench/runtime-cost.py --wall ROUNDS [--kernel DIR]
   bench/runtime-cost.py --cpu ROUNDS [--nochain] [--kernel DIR] [--json FILE]
+  bench/runtime-cost.py --cpu-report JSON...   (the --cpu summary of saved runs, pooled)
   bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
 
 --remedies: the cause of a workload's cost and layouts that might lower it,
@@ -368,49 +369,68 @@ def spread(v):
     return f"{statistics.median(v):7.3f} ({min(v):.3f}..{max(v):.3f})"
 
 
+def median_ci(v, n=4000, level=0.90):
+    """Percentile-bootstrap interval of the median of v (fixed RNG seed, so
+    the same runs give the same interval)."""
+    rng = random.Random(0)
+    ms = sorted(statistics.median(rng.choices(v, k=len(v))) for _ in range(n))
+    return ms[int((1 - level) / 2 * n)], ms[int((1 + level) / 2 * n) - 1]
+
+
+CPU_WHAT = (("wall", lambda x, n: x["wall"][n]), ("vCPU", lambda x, n: x["cpu"][n][1]),
+            ("QEMU", lambda x, n: x["cpu"][n][0]), ("vCPU wait", lambda x, n: x["cpu"][n][2]))
+
+
 def cpu_main(kernel, rounds, nochain=False):
     """--cpu: wall and QEMU CPU time per phase, FG vs nofgkaslr, ROUNDS
-    interleaved pairs (order alternating); Δ per pair (same round), then the
-    median and range of the pairs' Δ, beside the medians of each side."""
+    interleaved pairs (order alternating), then cpu_summary()."""
     runs = {"nofgkaslr": [], "fg": []}
-    pairs = []
-    what = (("wall", lambda x, n: x["wall"][n]), ("vCPU", lambda x, n: x["cpu"][n][1]),
-            ("QEMU", lambda x, n: x["cpu"][n][0]), ("vCPU wait", lambda x, n: x["cpu"][n][2]))
     print(f"runtime-cost --cpu: {kernel}, {rounds} pairs{', -d nochain' if nochain else ''}; "
           "seconds per phase: wall, vCPU thread on a CPU, QEMU process CPU, vCPU run-queue wait")
     for r in range(rounds):
         seed = libfgk.random_seed()
         order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
-        got = {}
         for label, app in (order if r % 2 == 0 else order[::-1]):
             x = one_wall(kernel, app, nochain)
             if len(x["cpu"]) != len(WALL_MARKS) + 1:
                 raise SystemExit(f"runtime-cost: {kernel} {app}: QEMU's CPU times unreadable")
             runs[label].append(x)
-            got[label] = x
             print(f"  {r:2} {label:10} " + "  ".join(
                 f"{n} {x['wall'][n]:.2f}/{x['cpu'][n][1]:.2f}/{x['cpu'][n][0]:.2f}/{x['cpu'][n][2]:.2f}"
                 for n in x["wall"]), flush=True)
-        pairs.append(got)
-    print(f"per phase, medians over {rounds} runs each (min..max); Δ = FG - nofgkaslr of the same "
-          "pair, median (min..max) over pairs, and Δ/nofgkaslr median:")
+    cpu_summary(runs)
+    return {"nochain": nochain, "runs": runs}
+
+
+def cpu_summary(runs):
+    """Per phase and measure: each side's median (min..max); the FG -
+    nofgkaslr difference within each pair (runs[...][i] are round i's),
+    median (min..max) and relative, with a bootstrap interval; and the
+    first quartiles' ratio."""
+    pairs = list(zip(runs["fg"], runs["nofgkaslr"]))
+    print(f"per phase, medians over {len(pairs)} runs each (min..max); Δ = FG - nofgkaslr of the same "
+          "pair, median (min..max) over pairs, Δ/nofgkaslr median [its 90% bootstrap interval];")
+    print("fastest quarter = FG's first quartile against nofgkaslr's (the runs least slowed by the host):")
     for name in [n for n, _ in WALL_MARKS] + ["total"]:
         print(f"  {name}")
-        for w, f in what:
-            b = [f(x, name) for x in runs["nofgkaslr"]]
-            g = [f(x, name) for x in runs["fg"]]
-            d = [f(p["fg"], name) - f(p["nofgkaslr"], name) for p in pairs]
-            rel = [100 * dd / f(p["nofgkaslr"], name) for dd, p in zip(d, pairs)
-                   if f(p["nofgkaslr"], name) > 0]
+        for w, f in CPU_WHAT:
+            b = [f(x, name) for _, x in pairs]
+            g = [f(x, name) for x, _ in pairs]
+            d = [f(fg, name) - f(nf, name) for fg, nf in pairs]
+            rel = [100 * dd / f(nf, name) for dd, (_, nf) in zip(d, pairs) if f(nf, name) > 0]
+            ci = ""
+            if len(rel) >= 4:
+                lo, hi = median_ci(rel)
+                q = (statistics.quantiles(g, n=4)[0] / statistics.quantiles(b, n=4)[0] - 1) * 100
+                ci = f" [90% CI {lo:+.1f}..{hi:+.1f}]; fastest quarter {q:+.1f}%"
             print(f"    {w:9} FG {spread(g)}  nofgkaslr {spread(b)}  Δ {statistics.median(d):+.3f} "
                   f"({min(d):+.3f}..{max(d):+.3f})"
-                  + (f"  {statistics.median(rel):+.1f}%" if rel else ""))
+                  + (f"  {statistics.median(rel):+.1f}%{ci}" if rel else ""))
     for k, _ in JIT_FIELDS:
-        vb = [x["jit"][k] for x in runs["nofgkaslr"] if x["jit"][k] is not None]
-        vf = [x["jit"][k] for x in runs["fg"] if x["jit"][k] is not None]
+        vb = [x["jit"][k] for _, x in pairs if x["jit"][k] is not None]
+        vf = [x["jit"][k] for x, _ in pairs if x["jit"][k] is not None]
         if vb and vf:
             print(f"  info jit {k:16} FG {statistics.median(vf):>10,.0f}  nofgkaslr {statistics.median(vb):>10,.0f}")
-    return {"nochain": nochain, "runs": runs}
 
 
 def per_ki(n, insns):
@@ -828,6 +848,8 @@ def main():
                     help="wall and QEMU CPU time per phase of FG vs nofgkaslr, no plugin (see above)")
     ap.add_argument("--nochain", action="store_true",
                     help="--cpu: run QEMU with -d nochain (no TB chaining: every jump via the main loop)")
+    ap.add_argument("--cpu-report", nargs="+", metavar="JSON",
+                    help="--cpu's summary again from the --json files of earlier --cpu runs, pooled")
     ap.add_argument("--remedies", metavar="WORKLOAD",
                     help="trace WORKLOAD and replay it under remedy layouts (see docs)")
     ap.add_argument("--draws", type=int, default=8, help="--remedies: layouts drawn per remedy")
@@ -841,6 +863,21 @@ def main():
             ap.error(f"--remedies {a.remedies}: not a workload ({', '.join(n for _, n, _ in WORKLOADS)})")
         return remedies_main(Path(a.kernel), a.remedies, a.draws,
                              [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json, a.stream)
+    if a.cpu_report:
+        runs = {"nofgkaslr": [], "fg": []}
+        kinds = set()
+        for f in a.cpu_report:
+            try:
+                d = json.loads(Path(f).read_text())
+                kinds.add(d["nochain"])
+                for k in runs:
+                    runs[k] += d["runs"][k]
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                raise SystemExit(f"runtime-cost: {f}: not a --cpu --json file ({e})")
+        if len(kinds) > 1:
+            raise SystemExit("runtime-cost: --cpu-report: files with and without --nochain mixed")
+        cpu_summary(runs)
+        return 0
     if a.cpu:
         runs = cpu_main(Path(a.kernel), a.cpu, a.nochain)
         if a.json:
