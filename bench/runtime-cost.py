@@ -247,26 +247,27 @@ def qemu_times(pid):
     """QEMU's CPU time so far: the process's utime+stime (all threads, dead
     ones too; clock ticks, /proc/PID/stat) and, per live thread named "TCG"
     (QEMU's vCPU thread; needs -name debug-threads=on), its time on a CPU and
-    its time waiting on a run queue in ns (/proc/PID/task/TID/schedstat).
-    Returns (process_s, vcpu_run_s, vcpu_wait_s); None for what is gone."""
+    its time waiting on a run queue in ns and how many times it was put on
+    a CPU (/proc/PID/task/TID/schedstat).  Returns (process_s, vcpu_run_s,
+    vcpu_wait_s, vcpu_slices); None for what is gone."""
     try:
         st = Path(f"/proc/{pid}/stat").read_text()
         f = st[st.rindex(")") + 2:].split()
         proc = (int(f[11]) + int(f[12])) / TICK
     except (OSError, ValueError, IndexError):
         return None
-    run = wait = 0
+    run = wait = slices = 0
     try:
         for t in Path(f"/proc/{pid}/task").iterdir():
             try:
                 if "TCG" in (t / "comm").read_text():
-                    r, w, _ = (t / "schedstat").read_text().split()
-                    run, wait = run + int(r), wait + int(w)
+                    r, w, n = (t / "schedstat").read_text().split()
+                    run, wait, slices = run + int(r), wait + int(w), slices + int(n)
             except (OSError, ValueError):
                 continue
     except OSError:
         return None
-    return proc, run / 1e9, wait / 1e9
+    return proc, run / 1e9, wait / 1e9, slices
 
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -307,7 +308,7 @@ def one_wall(kernel, append, nochain=False):
     finally:
         g.kill()
     phases, prev = {}, 0.0
-    cphases, cprev = {}, (0.0, 0.0, 0.0)
+    cphases, cprev = {}, (0.0, 0.0, 0.0, 0)
     for name, _ in WALL_MARKS:
         phases[name] = t[name] - prev
         prev = t[name]
@@ -316,7 +317,7 @@ def one_wall(kernel, append, nochain=False):
         cprev = cpu[name]
     phases["total"] = prev
     if all(n in cphases for n, _ in WALL_MARKS):
-        cphases["total"] = [sum(c[k] for n, c in cphases.items()) for k in range(3)]
+        cphases["total"] = [sum(c[k] for n, c in cphases.items()) for k in range(4)]
     stats = {}
     for name, rx in JIT_FIELDS:
         mm = re.search(rx, jit)
@@ -326,7 +327,8 @@ def one_wall(kernel, append, nochain=False):
     dec = {n: int(v) for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if ph else {}
     if cyc:
         dec["total"] = int(cyc.group(1))
-    # cpu: per phase [QEMU process CPU s, vCPU thread on-CPU s, vCPU thread run-queue wait s]
+    # cpu: per phase [QEMU process CPU s, vCPU thread on-CPU s, vCPU thread run-queue wait s,
+    # times the vCPU thread was put on a CPU]
     return {"wall": phases, "cpu": cphases, "jit": stats, "decomp_cycles": dec}
 
 
@@ -381,6 +383,30 @@ CPU_WHAT = (("wall", lambda x, n: x["wall"][n]), ("vCPU", lambda x, n: x["cpu"][
             ("QEMU", lambda x, n: x["cpu"][n][0]), ("vCPU wait", lambda x, n: x["cpu"][n][2]))
 
 
+def fg_effect(pairs, name):
+    """Least squares over all runs of the vCPU thread's CPU time in phase
+    name on [1, times put on a CPU, FG?]: (FG's coefficient, seconds per
+    time put on a CPU).  A time-shared thread pays for each return to a CPU
+    (cold caches: QEMU's translated code and guest memory are tens of MB),
+    so the slices carry the host's share of the CPU time, and the FG
+    coefficient is the difference at equal slices."""
+    rows = [(1.0, x["cpu"][name][3], float(k == 0), x["cpu"][name][1])
+            for pr in pairs for k, x in enumerate(pr)]
+    m = [[sum(r[i] * r[j] for r in rows) for j in range(3)] for i in range(3)]
+    v = [sum(r[i] * r[3] for r in rows) for i in range(3)]
+    for c in range(3):                      # Gauss-Jordan, 3 x 3
+        piv = max(range(c, 3), key=lambda i: abs(m[i][c]))
+        if abs(m[piv][c]) < 1e-12:
+            return None
+        m[c], m[piv], v[c], v[piv] = m[piv], m[c], v[piv], v[c]
+        for i in range(3):
+            if i != c:
+                f = m[i][c] / m[c][c]
+                m[i] = [a - f * b for a, b in zip(m[i], m[c])]
+                v[i] -= f * v[c]
+    return v[2] / m[2][2], v[1] / m[1][1]
+
+
 def cpu_main(kernel, rounds, nochain=False):
     """--cpu: wall and QEMU CPU time per phase, FG vs nofgkaslr, ROUNDS
     interleaved pairs (order alternating), then cpu_summary()."""
@@ -426,6 +452,22 @@ def cpu_summary(runs):
             print(f"    {w:9} FG {spread(g)}  nofgkaslr {spread(b)}  Δ {statistics.median(d):+.3f} "
                   f"({min(d):+.3f}..{max(d):+.3f})"
                   + (f"  {statistics.median(rel):+.1f}%{ci}" if rel else ""))
+    if all(len(x["cpu"]["total"]) > 3 for pr in pairs for x in pr) and len(pairs) >= 4:
+        print("vCPU CPU time at equal times put on a CPU (least squares over all runs: "
+              "time ~ 1 + slices + FG; interval: pairs resampled):")
+        rng = random.Random(0)
+        for name in [n for n, _ in WALL_MARKS] + ["total"]:
+            fit = fg_effect(pairs, name)
+            if fit is None:
+                continue
+            base = statistics.median(x["cpu"][name][1] for _, x in pairs)
+            bs = sorted(e[0] for e in (fg_effect(rng.choices(pairs, k=len(pairs)), name)
+                                       for _ in range(1000)) if e)
+            print(f"  {name:13} FG {fit[0]:+.3f} s ({100 * fit[0] / base:+.1f}% of nofgkaslr's median "
+                  f"{base:.3f} s) [90% CI {100 * bs[len(bs) // 20] / base:+.1f}.."
+                  f"{100 * bs[-len(bs) // 20 - 1] / base:+.1f}%]; {1e3 * fit[1]:.2f} ms per slice, "
+                  f"slices FG {statistics.median(x['cpu'][name][3] for x, _ in pairs):.0f} "
+                  f"nofgkaslr {statistics.median(x['cpu'][name][3] for _, x in pairs):.0f}")
     for k, _ in JIT_FIELDS:
         vb = [x["jit"][k] for _, x in pairs if x["jit"][k] is not None]
         vf = [x["jit"][k] for x, _ in pairs if x["jit"][k] is not None]
