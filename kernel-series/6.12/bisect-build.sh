@@ -17,10 +17,40 @@
 # through bzImage after the link, with its own flags): the full build of
 # the whole series (make kernel KVERSION=6.12) proves those.
 #
+# LINK=1: instead, link and boot every prefix.  For each commit: the same
+# configuration, then vmlinux, its postlink step (relocs) and the
+# decompressor are made again (`make bzImage`, incremental; vmlinux and the
+# decompressor's outputs are removed first, so a changed host tool or link
+# script is used), and the bzImage boots under QEMU (TCG) with the
+# project's runner (qemu-profiles/run, busybox initramfs; each boot under
+# the machine's heavy lock, $HEAVY_LOCK).  A boot passes when the guest
+# reaches init, runs the check script and shuts down in order ("reboot:
+# Restarting system": the runner's QEMU has -no-reboot), with no oops,
+# panic or WARN, and where the series' KUnit suite ran, it reports fail:0.
+# Whether the text was shuffled is read from /proc/kallsyms: the offsets
+# of a few functions from _text against System.map (link order).  Boots
+# per prefix:
+#   - no FG-KASLR shuffle in the prefix (before patch 4, or the base):
+#     one boot, the functions where they were linked;
+#   - with the shuffle (CONFIG_FG_KASLR=y and the decompressor's
+#     fgkaslr.c exists): a random seed (moved), fgkaslr_seed=SEED (moved,
+#     and where /proc/fgkaslr_seed exists it reads SEED) and nofgkaslr
+#     (where linked).
+# FROM=0 includes the base commit as a control (LINK mode only).  A file
+# BUILD-DIR/stop makes it stop before the next commit (and say which); to
+# resume, or after killing it in a commit, FROM=that commit (the build is
+# incremental, so a half-built commit costs only what is left of it).  The
+# compile-only mode above is unchanged when LINK is unset.
+#
 # usage: bisect-build.sh PORT-TREE BUILD-DIR [BASE-COMMIT]
 #   e.g. nice kernel-series/6.12/bisect-build.sh build/linux-6.12-port \
 #            build/linux-6.12-bisect
-# Prints one line per commit, "ok" or "FAIL"; exit status 1 if any failed.
+#        LINK=1 FROM=0 JOBS=2 kernel-series/6.12/bisect-build.sh \
+#            build/linux-6.12-port build/linux-6.12-bisect
+#        (LINK mode builds at nice 19 itself, boots under the lock at
+#        nice 10)
+# Prints one line per commit, "ok" or "FAIL" (LINK=1: build seconds and
+# the result of each boot); exit status 1 if any failed.
 set -uo pipefail
 die() { echo "bisect-build: $*" >&2; exit 2; }
 [ $# -ge 2 ] || die "usage: bisect-build.sh PORT-TREE BUILD-DIR [BASE-COMMIT]"
@@ -36,13 +66,77 @@ head=$(git -C "$tree" rev-parse HEAD)
 back=$(git -C "$tree" symbolic-ref -q --short HEAD || echo "$head")
 mkdir -p "$obj"
 J=${JOBS:-2}
-mk() { make -C "$tree" O="$obj" -j"$J" -s "$@"; }
+link=${LINK:-}
+nice_build=()
+[ -z "$link" ] || nice_build=(nice -n 19)
+mk() { "${nice_build[@]}" make -C "$tree" O="$obj" -j"$J" -s "$@"; }
+runner=$(realpath "$(dirname "$0")/../../qemu-profiles/run")
+lock=${HEAVY_LOCK:-/work/coord/heavy.lock}
+seed=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
+# functions in .text.<name> sections (not .sched.text and the like)
+probe_fns="do_sys_open vfs_read vfs_write kernel_clone __x64_sys_getpid"
+
+# boot KIND [runner options]: boot $obj's bzImage, print "KIND:ok" or
+# "KIND:FAIL(why)"; the check script's output and the serial log stay in
+# $obj/boot-$n-KIND.{out,log}.  Expects $n and $fgseedfile.
+boot() {
+    local kind=$1 out log rc why="" moved=0 same=0 f a t m
+    shift
+    out="$obj/boot-$n-$kind.out"; log="$obj/boot-$n-$kind.log"
+    rm -f "$out" "$log"
+    flock "$lock" nice -n 10 "$runner" boot --kernel "$obj/arch/x86/boot/bzImage" \
+        --timeout 600 --log "$log" --out "$out" "$@" --init - > "$out.err" 2>&1 <<EOS
+echo "release \$(uname -r)"
+for f in _text $probe_fns; do
+    grep -m1 " [tT] \$f\$" /proc/kallsyms | sed 's/^/sym /'
+done
+dmesg | grep -E 'FG-KASLR|# fgkaslr: pass|fgkaslr.*(not ok|fail)' | sed 's/^/dmesg /'
+[ ! -e /proc/fgkaslr_seed ] || echo "seedfile \$(cat /proc/fgkaslr_seed)"
+EOS
+    rc=$?
+    [ $rc -eq 0 ] || why="rc=$rc"
+    grep -qE 'reboot: (Power down|Restarting system)' "$log" 2>/dev/null || why="$why no-poweroff"
+    grep -q 'kernel warning' "$out.err" && why="$why WARN"
+    grep -q 'fail:[1-9]' "$out" 2>/dev/null && why="$why kunit-fail"
+    # functions where they were linked?
+    t=$(awk '$3 == "_text" {print $1; exit}' "$obj/System.map")
+    a=$(awk '$1 == "sym" && $4 == "_text" {print $2; exit}' "$out" 2>/dev/null)
+    for f in $probe_fns; do
+        m=$(awk -v f="$f" '$3 == f {print $1; exit}' "$obj/System.map")
+        g=$(awk -v f="$f" '$1 == "sym" && $4 == f {print $2; exit}' "$out" 2>/dev/null)
+        [ -n "$m" ] && [ -n "$g" ] && [ -n "$a" ] || continue
+        if [ $(( 0x$g - 0x$a )) -eq $(( 0x$m - 0x$t )) ]; then
+            same=$((same + 1))
+        else
+            moved=$((moved + 1))
+        fi
+    done
+    [ $((same + moved)) -gt 0 ] || why="$why no-symbols"
+    case $kind in
+        random|seed) [ "$same" -eq 0 ] && [ "$moved" -gt 0 ] || why="$why not-shuffled($moved/$((same + moved)))" ;;
+        *) [ "$moved" -eq 0 ] || why="$why moved($moved/$((same + moved)))" ;;
+    esac
+    if [ "$kind" = seed ] && [ -n "$fgseedfile" ]; then
+        grep -q "^seedfile $seed\$" "$out" || why="$why seedfile"
+    fi
+    if [ -n "$why" ]; then echo "$kind:FAIL(${why# })"; return 1; fi
+    echo "$kind:ok($moved/$((same + moved)) moved)"
+}
 fail=0
 n=0
 from=${FROM:-1}     # FROM=k: start at the k-th commit (the build directory
                    # must hold the configuration of commit k-1 or earlier)
-for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
+commits=$(git -C "$tree" rev-list --reverse "$base..$head")
+if [ -n "$link" ] && [ "$from" -eq 0 ]; then
+    commits="$base $commits"; n=-1      # the base, as a control
+fi
+[ -n "$link" ] || [ "$from" -ge 1 ] || die "FROM=0 (the base) only with LINK=1"
+for c in $commits; do
     n=$((n + 1))
+    if [ "$n" -ge "$from" ] && [ -e "$obj/stop" ]; then
+        echo "stopped before commit $n ($obj/stop): resume with FROM=$n"
+        break
+    fi
     [ "$n" -ge "$from" ] || continue
     [ "$n" -le "${TO:-999}" ] || break
     subj=$(git -C "$tree" log -1 --format=%s "$c")
@@ -99,10 +193,42 @@ for c in $(git -C "$tree" rev-list --reverse "$base..$head"); do
             fi
         fi &&
         { [ "$has_fg" -eq 0 ] || grep '^CONFIG_FG_KASLR' "$obj/.config"; } &&
-        mk prepare &&
-        { [ ${#targets[@]} -eq 0 ] || mk "${targets[@]}"; }
+        if [ -n "$link" ]; then
+            # relink and rebuild the decompressor (6.12 makes
+            # compressed/vmlinux.relocs only in vmlinux's postlink step)
+            rm -f "$obj/vmlinux" "$obj/arch/x86/boot/bzImage" \
+                "$obj"/arch/x86/boot/compressed/vmlinux* \
+                "$obj"/arch/x86/boot/vmlinux.bin "$obj/System.map" &&
+            mk bzImage
+        else
+            mk prepare &&
+            { [ ${#targets[@]} -eq 0 ] || mk "${targets[@]}"; }
+        fi
     } > "$log" 2>&1
     rc=$?
+    if [ -n "$link" ]; then
+        secs=$(( $(date +%s) - start ))
+        res=ok; boots=""
+        if [ $rc -ne 0 ]; then
+            res=FAIL; fail=1; boots="build-failed"
+        else
+            shuffle=""; fgseedfile=""
+            grep -q '^CONFIG_FG_KASLR=y' "$obj/.config" &&
+                [ -f "$tree/arch/x86/boot/compressed/fgkaslr.c" ] && shuffle=1
+            grep -qs 'proc_create.*"fgkaslr_seed"' "$tree/kernel/fgkaslr.c" && fgseedfile=1
+            bstart=$(date +%s)
+            if [ -n "$shuffle" ]; then
+                boots="$(boot random) $(boot seed --seed "$seed") $(boot nofgkaslr --append nofgkaslr)"
+            else
+                boots=$(boot linked)
+            fi
+            case $boots in *FAIL*) res=FAIL; fail=1 ;; esac
+            boots="$boots $(( $(date +%s) - bstart ))s"
+        fi
+        printf '%02d %-4s %4ss build  %s  %s\n' "$n" "$res" "$secs" "$boots" "$subj"
+        [ "$res" = ok ] || grep -E 'error|Error' "$log" | head -n 10 | sed 's/^/    /'
+        continue
+    fi
     # kbuild builds only what exists: a .o that is not configured in is
     # silently skipped, so check that each requested object now exists
     missing=""
