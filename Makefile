@@ -93,20 +93,22 @@ K612_PYTEST := KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -
 K612_LOG := build/check-k612.log
 K612_SYNC := build/.check-6.1-built
 
-# the unit tier first: a broken parser fails before a kernel build.  The
-# default run then builds the 6.12 kernel in the background (nice 19, log
-# build/kernel-6.12-check.log) beside the 6.1 kernel and its tests, which
-# mostly wait on one single-threaded QEMU; once both kernels are built, the
-# k612 tier (check-k612-background, log build/check-k612.log, printed at the
-# end) runs beside the 6.1 tier.  make check fails if either tier or the
-# 6.12 build failed, and says which.
-check: $(DEPS_STAMP) check-unit
+# the unit tier first: a broken parser fails before the 6.1 kernel build
+# (and stops the background one).  The default run builds the 6.12 kernel in
+# the background from the start (nice 19, log build/kernel-6.12-check.log),
+# beside the unit tier, the 6.1 kernel and its tests, which mostly wait on
+# one single-threaded QEMU; once both kernels are built, the k612 tier
+# (check-k612-background, log build/check-k612.log, printed at the end) runs
+# beside the 6.1 tier.  make check fails if either tier or the 6.12 build
+# failed, and says which.
+check: $(DEPS_STAMP) tools
 	@bg=; if [ -z "$(KVERSION)$(KVARIANT)" ]; then \
 	    echo "make check: building the 6.12 kernel in the background (nice 19, build/kernel-6.12-check.log), then its k612 tier beside the 6.1 tier ($(K612_LOG))"; \
 	    rm -f $(K612_SYNC); \
 	    setsid $(MAKE) --no-print-directory check-k612-background < /dev/null > $(K612_LOG) 2>&1 & bg=$$!; \
 	    trap '[ -z "$$bg" ] || kill -TERM -- -$$bg 2>/dev/null' EXIT; trap 'exit 130' INT TERM HUP; \
 	fi; \
+	$(MAKE) check-unit || exit 1; \
 	$(MAKE) --no-print-directory kernel tools || exit 1; \
 	[ -z "$$bg" ] || touch $(K612_SYNC); \
 	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 --basetemp=$(PYTEST_TMP) \
