@@ -103,7 +103,7 @@ K612_SYNC := build/.check-6.1-built
 # failed, and says which.
 check: $(DEPS_STAMP) tools
 	@bg=; if [ -z "$(KVERSION)$(KVARIANT)" ]; then \
-	    echo "make check: building the 6.12 kernel in the background (nice 19, build/kernel-6.12-check.log), then its k612 tier beside the 6.1 tier ($(K612_LOG))"; \
+	    echo "make check: $$(date -u +%T): building the 6.12 kernel in the background (nice 19, build/kernel-6.12-check.log), then its k612 tier beside the 6.1 tier ($(K612_LOG))"; \
 	    rm -f $(K612_SYNC); \
 	    setsid $(MAKE) --no-print-directory check-k612-background < /dev/null > $(K612_LOG) 2>&1 & bg=$$!; \
 	    trap '[ -z "$$bg" ] || kill -TERM -- -$$bg 2>/dev/null' EXIT; trap 'exit 130' INT TERM HUP; \
@@ -111,10 +111,11 @@ check: $(DEPS_STAMP) tools
 	$(MAKE) check-unit || exit 1; \
 	$(MAKE) --no-print-directory kernel tools || exit 1; \
 	[ -z "$$bg" ] || touch $(K612_SYNC); \
+	echo "make check: the $(or $(KVERSION),6.1)$(if $(KVARIANT), $(KVARIANT)) tier starts at $$(date -u +%T)"; \
 	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 --basetemp=$(PYTEST_TMP) \
 	    $(PYTEST_ARGS) tests/ || rc=$$?; \
 	[ -n "$$bg" ] || exit $$rc; \
-	echo "make check: the 6.1 tier exited $$rc; waiting for the k612 tier ($(K612_LOG))"; \
+	echo "make check: the 6.1 tier exited $$rc at $$(date -u +%T); waiting for the k612 tier ($(K612_LOG))"; \
 	krc=0; wait $$bg || krc=$$?; bg=; rm -f $(K612_SYNC); \
 	echo "======================== the k612 tier on 6.12 ($(K612_LOG)) ========================"; \
 	cat $(K612_LOG); \
@@ -131,9 +132,11 @@ check-k612-background:
 	    > build/kernel-6.12-check.log 2>&1 || { \
 	    echo "make check: the 6.12 kernel build failed; its log's end (build/kernel-6.12-check.log):"; \
 	    tail -n 40 build/kernel-6.12-check.log; exit 1; }
-	@tail -n 2 build/kernel-6.12-check.log
+	@tail -n 2 build/kernel-6.12-check.log; echo "make check: the 6.12 kernel is ready at $$(date -u +%T)"
 	@while [ ! -e $(K612_SYNC) ]; do sleep 2; done
+	@echo "make check: the k612 tier starts at $$(date -u +%T)"
 	$(K612_PYTEST)
+	@echo "make check: the k612 tier ended at $$(date -u +%T)"
 
 # The second kernel: the tests marked k612 (tests/pytest.ini) again, on the
 # 6.12 build (build/kernel-6.12).  `make check KVERSION=6.12` runs the whole
