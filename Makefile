@@ -84,12 +84,13 @@ check-unit: $(DEPS_STAMP) tools
 	$(PYTHON) -m pytest -p no:cacheprovider -c tests/pytest.ini \
 		-k 'not test_qemu_runner_cli' $(PYTEST_ARGS) $(UNIT_TESTS)
 
-# pytest's temporary directories, one per tier under build/ (pytest empties
-# its --basetemp when it starts): the 6.1 and k612 tiers of make check run at
-# the same time and never share one.
+# pytest's temporary directories, one per tier under build/: the 6.1 and
+# k612 tiers of make check run at the same time and never share one.  pytest
+# empties its --basetemp when it starts, so a second session on the same one
+# (another make check in this tree) waits for the first (flock).
 PYTEST_TMP := build/pytest-$(or $(KVERSION),6.1)$(if $(KVARIANT),-$(KVARIANT))
-K612_PYTEST := KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 \
-	--basetemp=build/pytest-k612 -m k612 $(PYTEST_ARGS) tests/
+K612_PYTEST := KVERSION=6.12 KVARIANT= flock build/pytest-k612.lock $(PYTHON) -m pytest -p no:cacheprovider \
+	-v --durations=40 --basetemp=build/pytest-k612 -m k612 $(PYTEST_ARGS) tests/
 K612_LOG := build/check-k612.log
 K612_SYNC := build/.check-6.1-built
 
@@ -112,7 +113,7 @@ check: $(DEPS_STAMP) tools
 	$(MAKE) --no-print-directory kernel tools || exit 1; \
 	[ -z "$$bg" ] || touch $(K612_SYNC); \
 	echo "make check: the $(or $(KVERSION),6.1)$(if $(KVARIANT), $(KVARIANT)) tier starts at $$(date -u +%T)"; \
-	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 --basetemp=$(PYTEST_TMP) \
+	rc=0; flock $(PYTEST_TMP).lock $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 --basetemp=$(PYTEST_TMP) \
 	    $(PYTEST_ARGS) tests/ || rc=$$?; \
 	[ -n "$$bg" ] || exit $$rc; \
 	echo "make check: the 6.1 tier exited $$rc at $$(date -u +%T); waiting for the k612 tier ($(K612_LOG))"; \
