@@ -101,7 +101,12 @@ K612_SYNC := build/.check-6.1-built
 # one single-threaded QEMU; once both kernels are built, the k612 tier
 # (check-k612-background, log build/check-k612.log, printed at the end) runs
 # beside the 6.1 tier.  make check fails if either tier or the 6.12 build
-# failed, and says which.
+# failed, and says which.  Where the kernel groups processes by session
+# (sched_autogroup_enabled=1), the background job's setsid gives it a group
+# of its own, which shares the CPU equally with make check's whatever its
+# nice value: both kernels then finish at about the same time, and both
+# tiers start together, which is what keeps the end early (the 6.1 tier is
+# the longer one).
 check: $(DEPS_STAMP) tools
 	@bg=; if [ -z "$(KVERSION)$(KVARIANT)" ]; then \
 	    echo "make check: $$(date -u +%T): building the 6.12 kernel in the background (nice 19, build/kernel-6.12-check.log), then its k612 tier beside the 6.1 tier ($(K612_LOG))"; \
