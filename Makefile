@@ -34,7 +34,7 @@ export KVARIANT KVERSION PYTHON
 
 DEPS_STAMP := build/.deps
 
-.PHONY: all deps kernel tools demo check check-unit check-k612 check-debian check-k612-background bench clean distclean help fuzz \
+.PHONY: all deps kernel tools demo check check-unit check-k612 check-debian bench clean distclean help fuzz \
 	install uninstall deb kernel-deb kernel-deb-check perf-model
 .DEFAULT_GOAL := help
 
@@ -84,72 +84,30 @@ check-unit: $(DEPS_STAMP) tools
 	$(PYTHON) -m pytest -p no:cacheprovider -c tests/pytest.ini \
 		-k 'not test_qemu_runner_cli' $(PYTEST_ARGS) $(UNIT_TESTS)
 
-# pytest's temporary directories, one per tier under build/: the 6.1 and
-# k612 tiers of make check run at the same time and never share one.  pytest
-# empties its --basetemp when it starts, so a second session on the same one
-# (another make check in this tree) waits for the first (flock).
-PYTEST_TMP := build/pytest-$(or $(KVERSION),6.1)$(if $(KVARIANT),-$(KVARIANT))
-K612_PYTEST := KVERSION=6.12 KVARIANT= flock build/pytest-k612.lock $(PYTHON) -m pytest -p no:cacheprovider \
-	-v --durations=40 --basetemp=build/pytest-k612 -m k612 $(PYTEST_ARGS) tests/
-K612_LOG := build/check-k612.log
-K612_SYNC := build/.check-6.1-built
-
-# the unit tier first: a broken parser fails before the 6.1 kernel build
-# (and stops the background one).  The default run builds the 6.12 kernel in
-# the background from the start (nice 19, log build/kernel-6.12-check.log),
-# beside the unit tier, the 6.1 kernel and its tests, which mostly wait on
-# one single-threaded QEMU; once both kernels are built, the k612 tier
-# (check-k612-background, log build/check-k612.log, printed at the end) runs
-# beside the 6.1 tier.  make check fails if either tier or the 6.12 build
-# failed, and says which.  Where the kernel groups processes by session
-# (sched_autogroup_enabled=1), the background job's setsid gives it a group
-# of its own, which shares the CPU equally with make check's whatever its
-# nice value: both kernels then finish at about the same time, and both
-# tiers start together, which is what keeps the end early (the 6.1 tier is
-# the longer one).
-check: $(DEPS_STAMP) tools
+# the unit tier first: a broken parser fails before a kernel build.  The
+# default run builds the 6.12 kernel of its second tier in the background
+# (nice 19, log build/kernel-6.12-check.log) while the 6.1 tests run: those
+# mostly wait on one single-threaded QEMU, so the build takes the other core.
+check: $(DEPS_STAMP) check-unit
+	$(MAKE) kernel tools
 	@bg=; if [ -z "$(KVERSION)$(KVARIANT)" ]; then \
-	    echo "make check: $$(date -u +%T): building the 6.12 kernel in the background (nice 19, build/kernel-6.12-check.log), then its k612 tier beside the 6.1 tier ($(K612_LOG))"; \
-	    rm -f $(K612_SYNC); \
-	    setsid $(MAKE) --no-print-directory check-k612-background < /dev/null > $(K612_LOG) 2>&1 & bg=$$!; \
-	    trap '[ -z "$$bg" ] || kill -TERM -- -$$bg 2>/dev/null' EXIT; trap 'exit 130' INT TERM HUP; \
+	    echo "make check: building the 6.12 kernel in the background (build/kernel-6.12-check.log)"; \
+	    nice -n 19 $(MAKE) --no-print-directory kernel KVERSION=6.12 KVARIANT= \
+	        > build/kernel-6.12-check.log 2>&1 & bg=$$!; \
 	fi; \
-	$(MAKE) check-unit || exit 1; \
-	$(MAKE) --no-print-directory kernel tools || exit 1; \
-	[ -z "$$bg" ] || touch $(K612_SYNC); \
-	echo "make check: the $(or $(KVERSION),6.1)$(if $(KVARIANT), $(KVARIANT)) tier starts at $$(date -u +%T)"; \
-	rc=0; flock $(PYTEST_TMP).lock $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 --basetemp=$(PYTEST_TMP) \
-	    $(PYTEST_ARGS) tests/ || rc=$$?; \
-	[ -n "$$bg" ] || exit $$rc; \
-	echo "make check: the 6.1 tier exited $$rc at $$(date -u +%T); waiting for the k612 tier ($(K612_LOG))"; \
-	krc=0; wait $$bg || krc=$$?; bg=; rm -f $(K612_SYNC); \
-	echo "======================== the k612 tier on 6.12 ($(K612_LOG)) ========================"; \
-	cat $(K612_LOG); \
-	if [ $$krc -ne 0 ] && grep -q '^make check: the 6.12 kernel build failed' $(K612_LOG); then \
-	    k612="FAILED (the 6.12 kernel build)"; \
-	elif [ $$krc -ne 0 ]; then k612="FAILED"; else k612=passed; fi; \
-	echo "make check: 6.1 tier $$([ $$rc -eq 0 ] && echo passed || echo FAILED), k612 tier on 6.12 $$k612"; \
-	[ $$rc -eq 0 ] && [ $$krc -eq 0 ]
-
-# make check's second tier, started in the background by it: the 6.12 kernel
-# at nice 19, then (once make check has the 6.1 kernel) the k612 tests.
-check-k612-background:
-	@nice -n 19 $(MAKE) --no-print-directory kernel KVERSION=6.12 KVARIANT= \
-	    > build/kernel-6.12-check.log 2>&1 || { \
-	    echo "make check: the 6.12 kernel build failed; its log's end (build/kernel-6.12-check.log):"; \
-	    tail -n 40 build/kernel-6.12-check.log; exit 1; }
-	@tail -n 2 build/kernel-6.12-check.log; echo "make check: the 6.12 kernel is ready at $$(date -u +%T)"
-	@while [ ! -e $(K612_SYNC) ]; do sleep 2; done
-	@echo "make check: the k612 tier starts at $$(date -u +%T)"
-	$(K612_PYTEST)
-	@echo "make check: the k612 tier ended at $$(date -u +%T)"
+	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 $(PYTEST_ARGS) tests/ || rc=$$?; \
+	if [ -n "$$bg" ] && ! wait $$bg; then \
+	    echo "make check: the background 6.12 kernel build failed; its log's end:"; \
+	    tail -n 40 build/kernel-6.12-check.log; exit 1; \
+	fi; exit $$rc
+	$(if $(KVERSION)$(KVARIANT),,$(MAKE) check-k612)
 
 # The second kernel: the tests marked k612 (tests/pytest.ini) again, on the
 # 6.12 build (build/kernel-6.12).  `make check KVERSION=6.12` runs the whole
 # suite on it.
 check-k612: $(DEPS_STAMP) tools
 	$(MAKE) kernel KVERSION=6.12 KVARIANT=
-	$(K612_PYTEST)
+	KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 -m k612 $(PYTEST_ARGS) tests/
 
 # The whole suite on Debian's own configuration (docs/debian-kernel.md):
 # KVARIANT=debian points the runner, the tests and their skips at
@@ -220,7 +178,7 @@ kernel-deb-check: $(DEPS_STAMP) tools
 		$(PYTEST_ARGS) tests/test_kernel_deb.py
 
 clean:
-	rm -rf build/runs build/initramfs build/pytest-*
+	rm -rf build/runs build/initramfs
 
 distclean:
 	rm -rf build
