@@ -144,7 +144,10 @@ for c in $commits; do
     files=$(git -C "$tree" show --name-only --format= "$c")
     log="$obj/bisect-$n.log"
     targets=()
-    for f in $files; do
+    # the objects to compile (compile-only mode; LINK mode makes bzImage,
+    # and for the base commit, whose diff is the whole tree, this search
+    # would run for hours)
+    [ -n "$link" ] || for f in $files; do
         case $f in
             *.lds.S) targets+=("${f%.S}") ;;
             arch/x86/boot/compressed/*) ;;
@@ -168,7 +171,8 @@ for c in $commits; do
     # with its own flags (a `make path.o` compiles it with the kernel's
     # flags and fails on ../voffset.h), so its objects are proven by the
     # full build only.
-    if echo "$files" | grep -q '^drivers/firmware/efi/libstub/\|^arch/x86/include/asm/boot.h'; then
+    if [ -z "$link" ] &&
+       echo "$files" | grep -q '^drivers/firmware/efi/libstub/\|^arch/x86/include/asm/boot.h'; then
         targets+=(drivers/firmware/efi/libstub/x86-stub.o)
     fi
     mapfile -t targets < <(printf '%s\n' "${targets[@]}" | grep . | sort -u)
