@@ -243,6 +243,9 @@ JIT_FIELDS = (("TB count", r"TB count\s+(\d+)"), ("cross-page TBs", r"cross page
               ("TB flushes", r"TB flush count\s+(\d+)"), ("TB invalidates", r"TB invalidate count\s+(\d+)"))
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
 def qemu_times(pid):
     """QEMU's CPU time so far: the process's utime+stime (all threads, dead
     ones too; clock ticks, /proc/PID/stat) and, per live thread named "TCG"
@@ -269,8 +272,6 @@ def qemu_times(pid):
         return None
     return proc, run / 1e9, wait / 1e9, slices
 
-
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def wait_marks(g, kernel, append, t0):

@@ -43,8 +43,8 @@ def fixtures(elf_fixtures):
     """The tools built and the ELF fixtures generated into this session's own
     directory (conftest.elf_fixtures), not build/tools/fixtures: build.sh
     empties its directory first, and `make -C layout-tools check`
-    (test_make_check) refills that one while make check's other tier, which
-    runs beside this one, may be reading it."""
+    (test_make_check), or any other pytest session in the same tree, refills
+    that one while this session may be reading it."""
     return elf_fixtures
 
 

@@ -23,7 +23,8 @@
 # decompressor's outputs are removed first, so a changed host tool or link
 # script is used), and the bzImage boots under QEMU (TCG) with the
 # project's runner (qemu-profiles/run, busybox initramfs; each boot under
-# the machine's heavy lock, $HEAVY_LOCK).  A boot passes when the guest
+# flock $HEAVY_LOCK, default BUILD-DIR/boot.lock: point it at a lock shared
+# with the machine's other guest jobs).  A boot passes when the guest
 # reaches init, runs the check script and shuts down in order ("reboot:
 # Restarting system": the runner's QEMU has -no-reboot), with no oops,
 # panic or WARN, and where the series' KUnit suite ran, it reports fail:0.
@@ -71,7 +72,7 @@ nice_build=()
 [ -z "$link" ] || nice_build=(nice -n 19)
 mk() { "${nice_build[@]}" make -C "$tree" O="$obj" -j"$J" -s "$@"; }
 runner=$(realpath "$(dirname "$0")/../../qemu-profiles/run")
-lock=${HEAVY_LOCK:-/work/coord/heavy.lock}
+lock=${HEAVY_LOCK:-$obj/boot.lock}
 seed=000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f
 # functions in .text.<name> sections (not .sched.text and the like)
 probe_fns="do_sys_open vfs_read vfs_write kernel_clone __x64_sys_getpid"
@@ -80,7 +81,7 @@ probe_fns="do_sys_open vfs_read vfs_write kernel_clone __x64_sys_getpid"
 # "KIND:FAIL(why)"; the check script's output and the serial log stay in
 # $obj/boot-$n-KIND.{out,log}.  Expects $n and $fgseedfile.
 boot() {
-    local kind=$1 out log rc why="" moved=0 same=0 f a t m
+    local kind=$1 out log rc why="" moved=0 same=0 f a t m g
     shift
     out="$obj/boot-$n-$kind.out"; log="$obj/boot-$n-$kind.log"
     rm -f "$out" "$log"
