@@ -181,8 +181,8 @@ static struct fgk_error *move_text(struct relink *r)
 	return err;
 }
 
-/* The SHT_SYMTAB_SHNDX table of symbol table symndx (in the input), if any. */
-/* symndx's .symtab_shndx, its entries in *nx, its section index in *sec if sec. */
+/* The SHT_SYMTAB_SHNDX table of symbol table symndx (in the input), if any: its
+ * entries in *nx, its section index in *sec if sec. */
 static const unsigned char *find_xindex(struct fgk_vmlinux *vm, size_t symndx,
 					size_t *nx, size_t *sec)
 {
