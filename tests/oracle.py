@@ -20,6 +20,9 @@ instead of defining its own:
   pyelf_machine(path)      e_machine from pyelftools.
   pyelf_core_notes(path)   [(name, type, desc)] of an ELF core's PT_NOTE
                            segments, from pyelftools.
+  region_end(symbols)      (name, address) of spec section 3's limit from
+                           {name: address} (nm, System.map):
+                           __fgkaslr_text_end if there, else _etext.
 
 The oracles are binutils and pyelftools, never libfgk: they check it.
 """
@@ -67,6 +70,17 @@ def readelf_sections(path):
             ref.setdefault(m.group(2), (int(m.group(1)), int(m.group(4), 16),
                                         int(m.group(6), 16)))
     return ref
+
+
+def region_end(symbols):
+    """The end of the randomized region (docs/layout-spec.md section 3):
+    __fgkaslr_text_end, where the fixed entry text after the region starts
+    (kernel series patch 22 on 6.1, 23 on 6.12), else _etext (the builds
+    before); symbols = {name: address} read by nm or from System.map."""
+    for name in ("__fgkaslr_text_end", "_etext"):
+        if name in symbols:
+            return name, symbols[name]
+    raise KeyError("neither __fgkaslr_text_end nor _etext")
 
 
 def readelf_build_id(path):

@@ -147,7 +147,8 @@ def nofit_seed(path):
                          r"([0-9a-f]+)\s+\S+\s+AX\s+\d+\s+\d+\s+(\d+)", out):
         secs.append((int(m.group(2), 16), int(m.group(3), 16), int(m.group(4))))
     nm = subprocess.run(["nm", str(path)], capture_output=True, text=True).stdout
-    etext = int(re.search(r"^([0-9a-f]+) \S _etext$", nm, re.M).group(1), 16)
+    _, etext = oracle.region_end({m.group(2): int(m.group(1), 16) for m in
+                                  re.finditer(r"^([0-9a-f]+) \S (\S+)$", nm, re.M)})
     start = min(a for a, s, al in secs)
     fit = None
     for k in range(256):
@@ -160,11 +161,15 @@ def nofit_seed(path):
     pytest.fail("no seed that does not fit")
 
 
-def test_layout_does_not_fit(fixtures):
-    bad, _ = nofit_seed(fixtures / "nofit.elf")
-    r = fgk("layout", fixtures / "nofit.elf", "--seed", bad)
-    one_line_error(r, "layout does not fit", bad)
-    one_line_error(fgk("map", fixtures / "nofit.elf", "--seed", bad), "layout does not fit")
+@pytest.mark.parametrize("name,limit", [("nofit.elf", "_etext"),
+                                        ("entry-nofit.elf", "__fgkaslr_text_end")])
+def test_layout_does_not_fit(fixtures, name, limit):
+    """The error names the symbol the region ends at (entry-nofit.elf: the
+    entry text lies between __fgkaslr_text_end and _etext)."""
+    bad, _ = nofit_seed(fixtures / name)
+    r = fgk("layout", fixtures / name, "--seed", bad)
+    one_line_error(r, "layout does not fit", bad, f"beyond {limit} 0x", str(fixtures / name))
+    one_line_error(fgk("map", fixtures / name, "--seed", bad), "layout does not fit")
 
 
 def test_no_half_written_output(fixtures, tmp_path):
@@ -561,7 +566,8 @@ def test_system_map_filter_is_the_kernels(fixtures):
     scripts/mksysmap kept in the build's System.map (6.1's grep list, 6.12's
     sed script), with the same types: the same multiset of (type, name).
     The symbols outside the randomized region [first .text.* section,
-    _etext) keep System.map's addresses."""
+    __fgkaslr_text_end, or _etext before kernel series patch 22 (6.12: 23))
+    keep System.map's addresses."""
     smap = KERNEL_DIR / "System.map"
     if not smap.is_file() or not VMLINUX.is_file():
         pytest.skip(f"{KERNEL_NAME}/System.map missing: run 'make kernel' first")
@@ -578,6 +584,6 @@ def test_system_map_filter_is_the_kernels(fixtures):
     assert w == g, (list((w - g).items())[:5], list((g - w).items())[:5])
     lo = min(v[1] for n, v in oracle.readelf_sections(VMLINUX).items()
              if n.startswith(".text.") and v[2])
-    hi = next(int(l.split()[0], 16) for l in want if l.endswith(" _etext"))
+    _, hi = oracle.region_end({l.split()[2]: int(l.split()[0], 16) for l in want})
     fixed = lambda ls: {l for l in ls if not lo <= int(l.split()[0], 16) < hi}  # noqa: E731
     assert fixed(got) == fixed(want)

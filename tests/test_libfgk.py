@@ -576,6 +576,130 @@ def test_layout_from_kallsyms_binding(elf_fixtures):
             vm.layout_from_kallsyms("garbage\n", "capture.txt")
 
 
+# --------------------------------------------------------------------------
+# the end of the randomized region (spec section 3): __fgkaslr_text_end, the
+# first address of the fixed entry text placed after the region (kernel
+# series patch 22 on 6.1, 23 on 6.12), else _etext.  entry*.elf are built
+# by layout-tools/tests/fixtures/build.sh from entry.lds and entry.S.
+
+def nm_values(path):
+    return {p[2]: int(p[0], 16) for p in (ln.split() for ln in run("nm", path).splitlines())
+            if len(p) == 3}
+
+
+def readelf_funcs(path):
+    """{address: largest size} of the sized FUNC symbols (readelf -sW)."""
+    f = {}
+    for ln in run("readelf", "-sW", path).splitlines():
+        p = ln.split()
+        if len(p) >= 8 and p[3] == "FUNC" and p[6] != "UND" and int(p[2], 0):
+            a = int(p[1], 16)
+            f[a] = max(f.get(a, 0), int(p[2], 0))
+    return f
+
+
+def randomized_extents(path):
+    """[(addr, end)] of the spec section 3 sections, by readelf -SW."""
+    out = []
+    for ln in run("readelf", "-SW", path).splitlines():
+        m = re.match(r"\s*\[\s*\d+\]\s+(\.text\.\S+)\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+"
+                     r"([0-9a-f]+)\s+\S+\s+AX\s", ln)
+        if m and int(m.group(3), 16):
+            out.append((int(m.group(2), 16), int(m.group(2), 16) + int(m.group(3), 16)))
+    return out
+
+
+def test_region_ends_at_fgkaslr_text_end_else_etext(elf_fixtures, fg_elf, tmp_path):
+    """The limit is __fgkaslr_text_end when the vmlinux has it (the entry
+    text after the region starts there, _etext is past it), _etext
+    otherwise; the layout stays below it and relinking leaves the entry
+    text as it was."""
+    fx = elf_fixtures / "entry.elf"
+    nm, secs = nm_values(fx), readelf_sections(fx)
+    end = nm["__fgkaslr_text_end"]
+    # the fixture as entry.lds builds it
+    assert secs[".entry.text"][1] == end < nm["__entry_text_start"] < nm["_etext"]
+    assert max(e for _, e in randomized_extents(fx)) <= end
+    j = json.loads(run(FGK, "layout", fx, "--seed", SEED, "--json"))
+    assert int(j["limit"], 16) == end
+    assert all(int(s["new"], 16) + int(s["size"], 16) <= end for s in j["sections"])
+    with libfgk.Vmlinux(fx) as vm:
+        assert vm.layout(SEED).limit == end
+    # the layout before: no __fgkaslr_text_end, the region ends at _etext
+    old = nm_values(fg_elf)
+    assert "__fgkaslr_text_end" not in old
+    assert int(json.loads(run(FGK, "layout", fg_elf, "--seed", SEED, "--json"))["limit"],
+               16) == old["_etext"]
+    # relinked: the randomized sections moved, the entry text untouched
+    out = tmp_path / "entry.fgk"
+    run(FGK, "relink", fx, "--seed", SEED, "-o", out, "--no-cache")
+    text = {}
+    for f in (fx, out):
+        raw = tmp_path / "entry.bin"
+        run("objcopy", "-O", "binary", "-j", ".entry.text", f, raw)
+        text[f] = raw.read_bytes()
+    assert len(text[fx]) == secs[".entry.text"][2] and text[out] == text[fx]
+    assert readelf_sections(out)[".entry.text"][1:] == secs[".entry.text"][1:]
+
+
+def test_randomized_section_past_the_region_end_is_refused(elf_fixtures):
+    """entry-short.elf: __fgkaslr_text_end before the .text.* sections.  One
+    line naming the file, the first such section (index order) and the
+    symbol the limit came from; nothing on stdout."""
+    fx = elf_fixtures / "entry-short.elf"
+    end = nm_values(fx)["__fgkaslr_text_end"]
+    past = [(a, e) for a, e in randomized_extents(fx) if e > end]
+    assert past, "entry-short.elf has no section past __fgkaslr_text_end"
+    a, e = past[0]
+    for cmd in (["layout", fx, "--seed", SEED], ["audit", fx, "--seed", SEED],
+                ["relink", fx, "--seed", SEED, "-o", fx.with_suffix(".fgk"), "--no-cache"]):
+        r = subprocess.run([str(FGK), *map(str, cmd)], capture_output=True, text=True)
+        assert r.returncode == 1 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+        assert r.stderr.startswith(f"fgk: {fx}: vmlinux not laid out for FG-KASLR: section "), \
+            r.stderr
+        assert f"[{a:#x}, {e:#x}) extends beyond __fgkaslr_text_end {end:#x}\n" in r.stderr
+    assert not fx.with_suffix(".fgk").exists()
+    with libfgk.Vmlinux(fx) as vm, pytest.raises(libfgk.NotFgkaslrError,
+                                                match="beyond __fgkaslr_text_end"):
+        vm.layout(SEED)
+
+
+def test_audit_counts_the_entry_text_after_the_region(elf_fixtures):
+    """fgk audit on the layout with the entry text after the region: the
+    output section holding it is a fixed region of its own (from
+    __fgkaslr_text_end), the kernel's .entry.text bounds nested in it, and
+    every function counts once, in the innermost region (readelf -sW); the
+    moving share of the resident function bytes is readelf's."""
+    fx = elf_fixtures / "entry.elf"
+    nm, secs, funcs = nm_values(fx), readelf_sections(fx), readelf_funcs(fx)
+    a = json.loads(run(FGK, "audit", fx, "--json"))
+    named = {r["name"]: r for r in a["regions"]}
+    assert len(named) == len(a["regions"]), "two regions of one name"
+    sec, ent = named[".entry.text section"], named[".entry.text"]
+    s0, s1 = secs[".entry.text"][1], secs[".entry.text"][1] + secs[".entry.text"][2]
+    assert (int(sec["start"], 16), int(sec["end"], 16)) == (nm["__fgkaslr_text_end"], s1)
+    assert sec["start_symbol"] == "__fgkaslr_text_end" and s0 == nm["__fgkaslr_text_end"]
+    assert (int(ent["start"], 16), int(ent["end"], 16)) == \
+        (nm["__entry_text_start"], nm["__entry_text_end"])
+    assert sec["class"] == ent["class"] == "fixed" and not sec["moves"]
+    assert "PTI" in sec["why"] and "user page tables" in sec["why"]
+    # entry.S: entry_fixture (48 bytes) inside the bounds, srso_fixture (16) after
+    assert (ent["functions"], ent["function_bytes"]) == (1, 48)
+    assert (sec["functions"], sec["function_bytes"]) == (1, 16)
+    assert funcs[nm["entry_fixture"]] == 48 and funcs[nm["srso_fixture"]] == 16
+    assert sec["bytes"] + ent["bytes"] == s1 - s0
+    # totals: moving = in a randomized section, fixed = every other function
+    ext = randomized_extents(fx)
+    mv = sum(n for f, n in funcs.items() if any(x <= f < y for x, y in ext))
+    fx_bytes = sum(funcs.values()) - mv
+    assert a["totals"]["moving"]["function_bytes"] == mv
+    assert a["totals"]["fixed"]["function_bytes"] == fx_bytes
+    assert a["totals"]["resident_moving_percent"] == pytest.approx(100 * mv / (mv + fx_bytes),
+                                                                   abs=0.006)
+    txt = run(FGK, "audit", fx)
+    assert re.search(r"^  \.entry\.text section: .*PTI", txt, re.M), txt
+
+
 def production_python():
     """The project's Python outside python/ that ships or runs for users:
     fgk-gdb, the QEMU runner, the benches and the Python scripts."""

@@ -204,8 +204,8 @@ class GuestMemory:
 def guest_build_id(regs):
     """(build-id, where, how it was found) of the running kernel, from its
     NT_GNU_BUILD_ID note in guest memory: scanned forward from the handler
-    of IDT gate 0 (asm_exc_divide_error, in the main .text, which .notes
-    follows in .rodata), skipping the notes of the vDSO images the kernel
+    of IDT gate 0 (asm_exc_divide_error, in the fixed entry text, which
+    .notes follows in .rodata), skipping the notes of the vDSO images the kernel
     carries.  The vmlinux fetched for it is then checked like any other
     (its .notes at link address + offset), so a wrong match is refused."""
     otherwise = "pass --vmlinux PATH or --build-id HEX"

@@ -6,9 +6,12 @@
  *
  * Regions come from the kernel's own bounds symbols (__sched_text_start ..
  * __sched_text_end, ...), the §3 randomized sections, the rest of the main
- * .text, and the other executable sections (init-only ones by
- * __init_begin .. __init_end).  A function is a sized STT_FUNC symbol;
- * aliases (same address) count once, with the largest size.
+ * .text, the fixed text section after the randomized region (the one that
+ * holds __fgkaslr_text_end: the entry text, kernel series patch 22 on 6.1,
+ * 23 on 6.12; before them the entry text was inside the main .text), and
+ * the other executable sections (init-only ones by __init_begin ..
+ * __init_end).  A function is a sized STT_FUNC symbol; aliases (same
+ * address) count once, with the largest size.
  */
 #include <ctype.h>
 #include <math.h>
@@ -47,6 +50,7 @@ static const struct {
 };
 
 #define WHY_TEXT "the rest of the main .text: head code that runs before the shuffle, asm functions (SYM_FUNC_START in .text), .text.hot/.text.unlikely/.text.fixup, named by the linker script and not shuffled"
+#define WHY_ENTRY "fixed text after the shuffled region (from __fgkaslr_text_end, the region's end): the PMD-aligned entry text, which PTI maps into the user page tables (entry trampoline, syscall and interrupt entry), and the SRSO thunks aligned with it; the rest is int3 padding to the 2 MiB boundaries"
 #define WHY_INIT "init-only: freed after boot"
 #define WHY_OTHER "executable section outside .text, not shuffled"
 
@@ -97,6 +101,21 @@ static uint64_t sym_value(struct fgk_vmlinux *vm, const char *name, bool *found)
 	return s ? s->value : 0;
 }
 
+/* Index of the executable, not randomized section holding addr, or 0. */
+static size_t fixed_text_at(struct fgk_vmlinux *vm, uint64_t addr)
+{
+	size_t found = 0;
+
+	for (size_t i = 1; i < vm->shnum; i++) {
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+
+		if (sh->sh_addr <= addr && addr < sh->sh_addr + sh->sh_size &&
+		    (sh->sh_flags & SHF_EXECINSTR) && !fgk__section_randomized(&vm->secs[i]))
+			found = i;
+	}
+	return found;
+}
+
 /* The innermost region holding addr (regions sorted, nested ones after). */
 static struct fgk_audit_region *region_at(struct fgk_audit *a, uint64_t addr)
 {
@@ -137,8 +156,10 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	struct fgk_audit_region r;
 	struct func *funcs = NULL;
 	size_t nfuncs = 0, cap = 0, fcap = 0;
-	uint64_t stext, text_end, init_begin, init_end, rstart = UINT64_MAX, rend = 0;
-	bool have_stext, have_init_b, have_init_e, f1, f2;
+	uint64_t stext, init_begin, init_end, rstart = UINT64_MAX, rend = 0;
+	uint64_t region_end;
+	size_t text_sec, entry_sec = 0;
+	bool have_stext, have_init_b, have_init_e, have_region_end, f1, f2;
 	struct fgk_dwarf *dw = NULL;
 
 	*ret = NULL;
@@ -176,15 +197,8 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	init_end = sym_value(vm, "__init_end", &have_init_e);
 
 	/* the main .text output section: its bounds from the section header */
-	text_end = 0;
-	for (size_t i = 1; i < vm->shnum; i++) {
-		const GElf_Shdr *sh = &vm->secs[i].shdr;
-
-		if (sh->sh_addr <= stext && stext < sh->sh_addr + sh->sh_size &&
-		    (sh->sh_flags & SHF_EXECINSTR) && !fgk__section_randomized(&vm->secs[i]))
-			text_end = sh->sh_addr + sh->sh_size;
-	}
-	if (!text_end) {
+	text_sec = fixed_text_at(vm, stext);
+	if (!text_sec) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				     "no executable section holds _stext: not a kernel image");
 		goto fail;
@@ -193,10 +207,33 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	r.name = ".text";
 	r.start_sym = "_stext";
 	r.start = stext;
-	r.end = text_end;
+	r.end = vm->secs[text_sec].shdr.sh_addr + vm->secs[text_sec].shdr.sh_size;
 	r.why = WHY_TEXT;
 	if ((err = add_region(a, &cap, &r)))
 		goto fail;
+	/*
+	 * the fixed text section after the randomized region (§3: it starts at
+	 * __fgkaslr_text_end), ".entry.text section": the kernel's
+	 * __entry_text_start .. __entry_text_end inside it is ".entry.text"
+	 */
+	region_end = sym_value(vm, "__fgkaslr_text_end", &have_region_end);
+	if (have_region_end)
+		entry_sec = fixed_text_at(vm, region_end);
+	if (entry_sec && entry_sec != text_sec) {
+		const GElf_Shdr *sh = &vm->secs[entry_sec].shdr;
+		const char *name = vm->secs[entry_sec].name ? vm->secs[entry_sec].name : "?";
+
+		memset(&r, 0, sizeof(r));
+		r.name = strcmp(name, ".entry.text") ? name : ".entry.text section";
+		r.start_sym = sh->sh_addr == region_end ? "__fgkaslr_text_end" : NULL;
+		r.start = sh->sh_addr;
+		r.end = sh->sh_addr + sh->sh_size;
+		r.why = WHY_ENTRY;
+		if ((err = add_region(a, &cap, &r)))
+			goto fail;
+	} else {
+		entry_sec = 0;
+	}
 	for (size_t k = 0; k < sizeof(bounded) / sizeof(bounded[0]); k++) {
 		uint64_t s = sym_value(vm, bounded[k].start, &f1);
 		uint64_t e = sym_value(vm, bounded[k].end, &f2);
@@ -233,8 +270,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 
 		if (sh->sh_type != SHT_PROGBITS || !sh->sh_size ||
 		    (sh->sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR) ||
-		    fgk__section_randomized(&vm->secs[i]) ||
-		    (sh->sh_addr <= stext && stext < sh->sh_addr + sh->sh_size))
+		    fgk__section_randomized(&vm->secs[i]) || i == text_sec || i == entry_sec)
 			continue;
 		memset(&r, 0, sizeof(r));
 		r.name = vm->secs[i].name ? vm->secs[i].name : "?";
@@ -311,6 +347,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		}
 	}
 	fgk_dwarf_close(dw);
+	dw = NULL;
 	free(funcs);
 	funcs = NULL;
 

@@ -358,7 +358,8 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		l->order[k] = (uint32_t)k;
 	cmp_newa = newa;
 	qsort(l->order, l->n, sizeof(*l->order), cmp_by_newa);
-	err = fgk_place(l->secs, l->n, l->order, l->start, l->limit, &end);
+	err = fgk__place(l->secs, l->n, l->order, l->start, l->limit, l->limit_sym,
+			 &end);
 	if (err) {
 		struct fgk_error *e2 = fgk__error_new(FGK_ERR_KALLSYMS, path,
 						      "the addresses are not a layout of %s: %s",

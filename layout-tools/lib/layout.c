@@ -8,9 +8,9 @@
 #include "symbols.h"
 #include "vmlinux.h"
 
-struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,
-			    const uint32_t *order, uint64_t start,
-			    uint64_t limit, uint64_t *end)
+struct fgk_error *fgk__place(struct fgk_section *secs, size_t n,
+			     const uint32_t *order, uint64_t start,
+			     uint64_t limit, const char *limit_name, uint64_t *end)
 {
 	uint64_t p = start;
 	bool overflow = false;
@@ -33,11 +33,18 @@ struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,
 		*end = p;
 	if (overflow || p > limit)
 		return fgk__error_new(FGK_ERR_NO_FIT, NULL,
-				      "layout does not fit: sections end at 0x%llx, beyond _etext 0x%llx by 0x%llx bytes (the kernel boots unshuffled with this seed)",
-				      (unsigned long long)p,
+				      "layout does not fit: sections end at 0x%llx, beyond %s 0x%llx by 0x%llx bytes (the kernel boots unshuffled with this seed)",
+				      (unsigned long long)p, limit_name,
 				      (unsigned long long)limit,
 				      (unsigned long long)(p - limit));
 	return NULL;
+}
+
+struct fgk_error *fgk_place(struct fgk_section *secs, size_t n,
+			    const uint32_t *order, uint64_t start,
+			    uint64_t limit, uint64_t *end)
+{
+	return fgk__place(secs, n, order, start, limit, "the region's end", end);
 }
 
 static const struct fgk_section *cmp_secs;
@@ -96,7 +103,7 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 {
 	struct fgk_layout *l;
 	struct fgk_error *err = NULL;
-	const struct fgk__symbol *etext;
+	const struct fgk__symbol *lim;
 	size_t n = 0;
 
 	*ret = NULL;
@@ -110,16 +117,26 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 				     "no .text.* sections: not built with CONFIG_FG_KASLR (nothing to shuffle)");
 		goto fail;
 	}
-	err = fgk__require_symtab(vm, "_etext (the end of the randomized region)");
+	err = fgk__require_symtab(vm, "the end of the randomized region (__fgkaslr_text_end or _etext)");
 	if (err)
 		goto fail;
-	etext = fgk__find_symbol(vm, "_etext");
-	if (!etext) {
+	/*
+	 * §3: the region ends at __fgkaslr_text_end, the first address of the
+	 * fixed entry text placed after it (kernel series patch 22 on 6.1, 23
+	 * on 6.12), or at _etext in the builds before.
+	 */
+	l->limit_sym = "__fgkaslr_text_end";
+	lim = fgk__find_symbol(vm, l->limit_sym);
+	if (!lim) {
+		l->limit_sym = "_etext";
+		lim = fgk__find_symbol(vm, l->limit_sym);
+	}
+	if (!lim) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-				     "no _etext symbol: vmlinux not laid out for FG-KASLR");
+				     "no __fgkaslr_text_end or _etext symbol: vmlinux not laid out for FG-KASLR");
 		goto fail;
 	}
-	l->limit = etext->value;
+	l->limit = lim->value;
 	l->n = n;
 	l->secs = calloc(n, sizeof(*l->secs));
 	l->order = calloc(n, sizeof(*l->order));
@@ -151,10 +168,10 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 
 		if (e->addr + e->size < e->addr || e->addr + e->size > l->limit) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) extends beyond _etext 0x%llx",
+					     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) extends beyond %s 0x%llx",
 					     e->name, (unsigned long long)e->addr,
 					     (unsigned long long)(e->addr + e->size),
-					     (unsigned long long)l->limit);
+					     l->limit_sym, (unsigned long long)l->limit);
 			goto fail;
 		}
 	}
@@ -216,7 +233,8 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 	err = fgk_permutation(seed, fgk_text_nonce, l->n, l->order);
 	if (err)
 		goto fail;
-	err = fgk_place(l->secs, l->n, l->order, l->start, l->limit, &l->end);
+	err = fgk__place(l->secs, l->n, l->order, l->start, l->limit, l->limit_sym,
+			 &l->end);
 	if (err) {
 		char hex[FGK_SEED_HEX_LEN + 1];
 		struct fgk_error *e2;

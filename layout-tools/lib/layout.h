@@ -10,7 +10,13 @@
 struct fgk_layout {
 	struct fgk_seed seed;
 	uint64_t start;		/* min link address of the randomized sections */
-	uint64_t limit;		/* link address of _etext */
+	uint64_t limit;		/* link address of limit_sym */
+	/*
+	 * §3: "__fgkaslr_text_end" (the region ends where the fixed entry
+	 * text after it starts: kernel series patch 22 on 6.1, 23 on 6.12),
+	 * else "_etext" (the builds before).  Errors name it.
+	 */
+	const char *limit_sym;
 	uint64_t end;		/* final p of §7 (<= limit) */
 	size_t n;
 	struct fgk_section *secs;	/* input list, section index order */
@@ -26,6 +32,10 @@ struct fgk_layout {
 	bool seedless;
 };
 
+/* fgk_place(), with limit_name (the symbol limit is the value of) in its error. */
+struct fgk_error *fgk__place(struct fgk_section *secs, size_t n,
+			     const uint32_t *order, uint64_t start,
+			     uint64_t limit, const char *limit_name, uint64_t *end);
 /* §3: is s a randomized section? (lib/layout.c) */
 bool fgk__section_randomized(const struct fgk__section *s);
 /*

@@ -286,6 +286,7 @@ START_TEST(test_spec_placement)
 	ck_assert_ptr_nonnull(err);
 	ck_assert_int_eq(err->code, FGK_ERR_NO_FIT);
 	ck_assert_ptr_nonnull(strstr(err->message, "does not fit"));
+	ck_assert_ptr_nonnull(strstr(err->message, "beyond the region's end 0xffffffff812010ff by 0x1 bytes"));
 	fgk_error_free(err);
 }
 END_TEST
@@ -706,6 +707,9 @@ START_TEST(test_fixture_errors)
 	expect_error("overlap.elf", S0102, FGK_ERR_NOT_FGKASLR, "section .rodata");
 	expect_error("overlap.elf", S0102, FGK_ERR_NOT_FGKASLR, "overlaps the randomized region");
 	expect_error("short.elf", S0102, FGK_ERR_NOT_FGKASLR, "extends beyond _etext");
+	/* the region ends at __fgkaslr_text_end when the vmlinux has it */
+	expect_error("entry-short.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "extends beyond __fgkaslr_text_end 0x");
 }
 END_TEST
 
@@ -726,6 +730,7 @@ START_TEST(test_fixture_nofit)
 		if (err) {
 			ck_assert_int_eq(err->code, FGK_ERR_NO_FIT);
 			ck_assert_ptr_nonnull(strstr(err->message, "layout does not fit"));
+			ck_assert_ptr_nonnull(strstr(err->message, "beyond _etext 0x"));
 			nofit++;
 			fgk_error_free(err);
 		} else {

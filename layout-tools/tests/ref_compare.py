@@ -64,17 +64,23 @@ def mksysmap_keep(line):
                          line)
 
 
+def region_end(path):
+    """Spec §3's limit: __fgkaslr_text_end (the entry text after the region:
+    kernel series patch 22 on 6.1, 23 on 6.12), else _etext, by nm."""
+    syms = {n: a for a, t, n in nm_symbols(path) if a is not None}
+    return syms["__fgkaslr_text_end"] if "__fgkaslr_text_end" in syms else syms["_etext"]
+
+
 def ref_layout(path, seed):
     """Expected layout by docs/layout_ref.py; None if it does not fit."""
     secs = [s for s in sections(path)
             if s[2] == SHT_PROGBITS
             and s[3] & (SHF_ALLOC | SHF_EXECINSTR) == SHF_ALLOC | SHF_EXECINSTR
             and s[1].startswith(".text.") and s[5] > 0]
-    etext = [a for a, t, n in nm_symbols(path) if n == "_etext"][0]
     start = min(s[4] for s in secs)
     order = layout_ref.permutation(seed, len(secs))
     new = layout_ref.place([(s[5], max(s[6], 1)) for s in secs], order, start,
-                           etext)
+                           region_end(path))
     if new is None:
         return None
     return [(s[0], s[1], s[4], n, s[5], max(s[6], 1)) for s, n in zip(secs, new)]
@@ -227,7 +233,7 @@ def main(argv):
     fixdir = os.environ.get("FGK_FIXTURES")
     paths = argv[1:] or [os.path.join(fixdir, f) for f in
                          ("fixture.elf", "fixture-rel.elf", "padded.elf", "nokallsyms.elf",
-                          "nofit.elf", "xindex.elf")
+                          "nofit.elf", "xindex.elf", "entry.elf", "entry-nofit.elf")
                          if os.path.exists(os.path.join(fixdir, f))]
     seeds = [bytes(range(32)), bytes(32), bytes.fromhex("ff" * 32)]
     seeds += [secrets.token_bytes(32) for _ in range(5)]

@@ -118,7 +118,9 @@ class NoSymtabError(FgkError):
 
 
 class NoFitError(FgkError):
-    """FGK_ERR_NO_FIT: the layout does not fit before _etext."""
+    """FGK_ERR_NO_FIT: the layout does not fit before the end of the
+    randomized region (``__fgkaslr_text_end``, or ``_etext`` in a vmlinux
+    without it: spec section 3)."""
 
 
 class SeedError(FgkError):

@@ -274,7 +274,7 @@ struct fgk_boot_info {
 	uint64_t heap_size;
 	uint64_t cycles;
 	uint64_t text_start;	/* link address of the randomized region */
-	uint64_t text_end;	/* _etext */
+	uint64_t text_end;	/* end of the randomized region: __fgkaslr_text_end, _etext before */
 	uint64_t text_used;	/* end of the shuffled packing */
 	struct fgk_seed seed;
 	uint64_t mcount_cycles;
@@ -323,7 +323,11 @@ bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t new_addr,
 const struct fgk_seed *fgk_layout_seed(const struct fgk_layout *l);
 /* Min link address of the randomized sections. */
 uint64_t fgk_layout_start(const struct fgk_layout *l);
-/* Link address of _etext: the randomized region is [start, limit). */
+/*
+ * End of the randomized region [start, limit), spec §3: the link address of
+ * __fgkaslr_text_end (the fixed entry text starts there; kernel series patch
+ * 22 on 6.1, 23 on 6.12), or of _etext in a vmlinux without that symbol.
+ */
 uint64_t fgk_layout_limit(const struct fgk_layout *l);
 /* Final p of §7 (<= limit). */
 uint64_t fgk_layout_end(const struct fgk_layout *l);
