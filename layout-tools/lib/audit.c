@@ -50,7 +50,7 @@ static const struct {
 };
 
 #define WHY_TEXT "the rest of the main .text: head code that runs before the shuffle, asm functions (SYM_FUNC_START in .text), .text.hot/.text.unlikely/.text.fixup, named by the linker script and not shuffled"
-#define WHY_ENTRY "fixed text after the shuffled region (from __fgkaslr_text_end, the region's end): the PMD-aligned entry text, which PTI maps into the user page tables (entry trampoline, syscall and interrupt entry), and the SRSO thunks aligned with it; the rest is int3 padding to the 2 MiB boundaries"
+#define WHY_ENTRY "fixed text after the shuffled region (from __fgkaslr_text_end, the region's end): the PMD-aligned entry text, which PTI maps into the user page tables (entry trampoline, syscall and interrupt entry), and the SRSO thunks placed with it; the rest is int3 padding to a 2 MiB boundary"
 #define WHY_INIT "init-only: freed after boot"
 #define WHY_OTHER "executable section outside .text, not shuffled"
 
