@@ -20,6 +20,23 @@ hardware estimate).
   bench/runtime-cost.py --cpu ROUNDS [--nochain] [--kernel DIR] [--json FILE]
   bench/runtime-cost.py --cpu-report JSON...   (the --cpu summary of saved runs, pooled)
   bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
+  bench/runtime-cost.py --boot-profile PAIRS [--kernel DIR] [--json FILE]
+  bench/runtime-cost.py --console-times PAIRS [--kernel DIR] [--json FILE]
+
+--boot-profile: what FG-KASLR changes in the kernel's boot phase, per
+function (docs/runtime-cost.md, "Linux 6.12"): PAIRS interleaved boots to
+init (nofgkaslr, a random seed) with a second small plugin, fgk-bootprof
+(its source is BOOTPROF_C below; built into build/perf-model/), which
+counts per translated block its executions, its entries from a block on
+another 4 KiB page and the stores into pages holding translated code (the
+kernel patching itself, which QEMU must check); the blocks are named
+through the seed's layout (libfgk) and System.map's symbols.
+
+--console-times: where in the boot the time goes, on the guest's own
+clock (printk times; under TCG the host's): PAIRS interleaved boots, no
+plugin (the command line has initcall_debug, whose lines stay below the
+console's level), and per interval between two console messages every
+run printed, FG - nofgkaslr of the same pair.
 
 --remedies: the cause of a workload's cost and layouts that might lower it,
 by trace-driven replay (docs/runtime-cost.md, "Cause and remedies"): one
@@ -524,6 +541,384 @@ def work_table(runs):
         print(f"  {name:9} {'FG median':14} {'':>13} {'':>7} {'':>8} {'':>13} {'':>6}"
               f" {statistics.median(ds):+6.2f}%  ({what}; {min(ds):+.2f}..{max(ds):+.2f})")
 
+# ---- boot profile: the boot phase's work per function, FG vs nofgkaslr ----
+
+BOOTPROF = REPO / "build" / "perf-model" / "fgk-bootprof.so"
+# A second, small plugin: per translated block of the boot phase (as
+# fgk-perf's: first kernel-half instruction to the first user instruction)
+# its executions, the executions entered from a kernel block that ended on
+# another 4 KiB page (TCG chains only within a page), the stores into a
+# 4 KiB page of the kernel image that holds translated kernel code (QEMU's
+# self-modifying-code check; the set of such pages only grows: an upper
+# bound) and all stores into the image.  Written out and built by
+# --boot-profile; fgk-perf's model is not needed for these counts.
+BOOTPROF_C = r"""
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <qemu-plugin.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+#define KHALF 0xffff800000000000ULL
+#define USER_LOW 0x100000ULL
+#define USER_END 0x800000000000ULL
+#define IMAGE_START 0xffffffff80000000ULL
+#define IMAGE_END 0xffffffffc0000000ULL
+#define HBITS 20
+
+struct tb {
+    uint64_t vaddr, first_page, last_page, execs, xpage, smc, textw;
+    unsigned n, kernel;
+    struct tb *next;
+};
+
+static struct tb *all;
+static int phase;                 /* 0 before the kernel, 1 boot, 2 after */
+static uint64_t prev_last_page = ~0ULL;
+static char *out_path;
+static uint64_t code_pg[1 << HBITS];                 /* pages with kernel code, +1 */
+static uint64_t smc_pg[1 << HBITS], smc_n[1 << HBITS];
+
+static uint64_t *slot(uint64_t *tab, uint64_t pg, int add)
+{
+    uint64_t h = (pg * 0x9e3779b97f4a7c15ULL) >> (64 - HBITS);
+    for (;; h = (h + 1) & ((1 << HBITS) - 1)) {
+        if (tab[h] == pg + 1)
+            return &tab[h];
+        if (!tab[h]) {
+            if (!add)
+                return NULL;
+            tab[h] = pg + 1;
+            return &tab[h];
+        }
+    }
+}
+
+static void tb_exec(unsigned int vcpu, void *udata)
+{
+    struct tb *t = udata;
+    (void)vcpu;
+    if (phase == 2)
+        return;
+    if (!t->kernel) {
+        if (phase == 1 && t->vaddr >= USER_LOW && t->vaddr < USER_END)
+            phase = 2;
+        prev_last_page = ~0ULL;
+        return;
+    }
+    phase = 1;
+    t->execs++;
+    if (prev_last_page != ~0ULL && prev_last_page != t->first_page)
+        t->xpage++;
+    prev_last_page = t->last_page;
+}
+
+static void mem(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t va, void *udata)
+{
+    struct tb *t = udata;
+    (void)vcpu;
+    /* QEMU 7.2 calls back for loads too, whatever the rw filter */
+    if (phase != 1 || va < IMAGE_START || va >= IMAGE_END || !qemu_plugin_mem_is_store(info))
+        return;
+    t->textw++;
+    if (slot(code_pg, va >> 12, 0)) {
+        t->smc++;
+        smc_n[slot(smc_pg, va >> 12, 1) - smc_pg]++;
+    }
+}
+
+static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    struct tb *t = calloc(1, sizeof *t);
+    uint64_t end;
+    (void)id;
+    if (!t)
+        abort();
+    t->vaddr = qemu_plugin_tb_vaddr(tb);
+    t->n = n;
+    t->kernel = t->vaddr >= KHALF;
+    end = t->vaddr;
+    if (n) {
+        struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
+        end = qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last) - 1;
+    }
+    t->first_page = t->vaddr >> 12;
+    t->last_page = end >> 12;
+    t->next = all;
+    all = t;
+    if (t->kernel) {
+        for (uint64_t pg = t->first_page; pg <= t->last_page; pg++)
+            slot(code_pg, pg, 1);
+        for (size_t i = 0; i < n; i++)
+            qemu_plugin_register_vcpu_mem_cb(qemu_plugin_tb_get_insn(tb, i), mem,
+                                             QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_W, t);
+    }
+    qemu_plugin_register_vcpu_tb_exec_cb(tb, tb_exec, QEMU_PLUGIN_CB_NO_REGS, t);
+}
+
+static void at_exit(qemu_plugin_id_t id, void *p)
+{
+    FILE *f = fopen(out_path, "w");
+    (void)id;
+    (void)p;
+    if (!f) {
+        fprintf(stderr, "fgk-bootprof: %s: cannot write\n", out_path);
+        return;
+    }
+    for (struct tb *t = all; t; t = t->next)
+        if (t->execs || t->textw)
+            fprintf(f, "tb %" PRIx64 " %u %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+                    t->vaddr, t->n, t->execs, t->xpage, t->smc, t->textw);
+    for (size_t h = 0; h < (1 << HBITS); h++)
+        if (smc_pg[h])
+            fprintf(f, "page %" PRIx64 " %" PRIu64 "\n", (smc_pg[h] - 1) << 12, smc_n[h]);
+    if (fclose(f))
+        fprintf(stderr, "fgk-bootprof: %s: cannot write\n", out_path);
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+                                           int argc, char **argv)
+{
+    (void)info;
+    for (int i = 0; i < argc; i++)
+        if (!strncmp(argv[i], "out=", 4))
+            out_path = strdup(argv[i] + 4);
+    if (!out_path) {
+        fprintf(stderr, "fgk-bootprof: out=FILE missing\n");
+        return -1;
+    }
+    qemu_plugin_register_vcpu_tb_trans_cb(id, tb_trans);
+    qemu_plugin_register_atexit_cb(id, at_exit, NULL);
+    return 0;
+}
+"""
+
+# Loops whose instruction counts follow the host's clock, not the layout
+# (delay calibration, timer checks, TSC warp check, their callees; found as
+# the functions whose counts vary most between nofgkaslr boots).
+TIME_BOUND = frozenset({"read_current_timer", "calibrate_delay", "pit_hpet_ptimer_calibrate_cpu",
+                        "setup_boot_APIC_clock", "quick_pit_calibrate", "e820__mapped_any",
+                        "timer_irq_works", "delay_tsc", "check_tsc_warp", "__fentry__"})
+PROF_FIELDS = ("insns", "execs", "xpage", "smc", "textw")
+
+
+def build_bootprof(src=BOOTPROF_C, out=BOOTPROF):
+    """Write BOOTPROF_C beside its .so and build it against QEMU 7.2's
+    qemu-plugin.h (fetched by make -C perf-model); rebuilt when the source
+    changed.  Returns the .so's path."""
+    hdr = REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h"
+    if not hdr.is_file():
+        subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")], check=False)
+    if not hdr.is_file():
+        raise SystemExit("runtime-cost: --boot-profile: no qemu-plugin.h (make -C perf-model)")
+    c = Path(out).with_suffix(".c")
+    c.parent.mkdir(parents=True, exist_ok=True)
+    if not (c.is_file() and c.read_text() == src and Path(out).is_file()):
+        c.write_text(src)
+        r = subprocess.run(["nice", "-n", "10", os.environ.get("CC", "cc"), "-O2", "-Wall", "-Wextra",
+                            "-Werror", "-std=gnu11", "-fPIC", "-shared", "-fvisibility=hidden",
+                            f"-I{hdr.parent}", "-o", str(out), str(c)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"runtime-cost: {c}: does not build: {r.stderr.strip()}")
+    return Path(out)
+
+
+def parse_bootprof(text):
+    """fgk-bootprof's out= file: ([(vaddr, n, execs, xpage, smc, textw)],
+    {page address: stores into it counted as smc})."""
+    blocks, pages = [], {}
+    for ln in text.splitlines():
+        f = ln.split()
+        if f and f[0] == "tb" and len(f) == 7:
+            blocks.append((int(f[1], 16), *map(int, f[2:])))
+        elif f and f[0] == "page" and len(f) == 3:
+            pages[int(f[1], 16)] = int(f[2])
+    return blocks, pages
+
+
+def attribute_blocks(blocks, name_of):
+    """{function: {insns, execs, xpage, smc, textw}} from the blocks;
+    name_of(vaddr) names the function (None: not in vmlinux)."""
+    out = collections.defaultdict(lambda: dict.fromkeys(PROF_FIELDS, 0))
+    for va, n, ex, xp, smc, tw in blocks:
+        o = out[name_of(va) or "(not in vmlinux)"]
+        for k, v in zip(PROF_FIELDS, (n * ex, ex, xp, smc, tw)):
+            o[k] += v
+    return dict(out)
+
+
+def one_bootprof(kernel, vm, append):
+    """One boot to init with fgk-bootprof: per function counts (runtime
+    addresses mapped back through the seed's layout and the base offset
+    from root's /proc/kallsyms), the seed, the pages written."""
+    script = ("grep -E ' _text$' /proc/kallsyms\n"
+              "echo seed=$(cat /proc/fgkaslr_seed 2>/dev/null)\necho boot-profile-done\n")
+    with tempfile.TemporaryDirectory(prefix="fgk-bootprof.") as d:
+        out = Path(d) / "prof.txt"
+        g = fgkrun.Guest("boot", script, kernel=Path(kernel) / "bzImage", kaslr=True, timeout=900,
+                         append="kunit.enable=0 " + append,
+                         extra_qemu_args=["-plugin", f"{BOOTPROF},out={out}"])
+        g.start()
+        try:
+            res = g.wait()
+        finally:
+            g.kill()
+        if "boot-profile-done" not in res.output or not out.is_file():
+            raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message})")
+        blocks, pages = parse_bootprof(out.read_text())
+    check_seed(kernel, append, res.output)
+    m = re.search(r"^([0-9a-f]{16}) [Tt] _text\s*$", res.output, re.M)
+    if not m:
+        raise SystemExit(f"runtime-cost: {kernel} {append}: no _text in the guest's kallsyms")
+    offset = int(m.group(1), 16) - vm.symbol("_text").addr
+    s = re.search(r"fgkaslr_seed=([0-9a-f]{64})", append)
+    lay = vm.layout(s.group(1)) if s else None
+    names = {}
+
+    def name_of(va):
+        try:
+            link = lay.link(va, offset) if lay else (va - offset) & 0xFFFFFFFFFFFFFFFF
+            if link not in names:
+                names[link] = vm.symbol_at(link).name
+            return names[link]
+        except libfgk.FgkError:
+            return None
+    return {"append": append, "functions": attribute_blocks(blocks, name_of),
+            "smc_pages": len(pages)}
+
+
+def prof_totals(run, exclude=frozenset()):
+    return {k: sum(f[k] for n, f in run["functions"].items() if n not in exclude)
+            for k in PROF_FIELDS}
+
+
+def boot_profile_summary(pairs, top=12):
+    """Per pair and as medians: FG - nofgkaslr in instructions (all, and
+    without TIME_BOUND's loops), block executions, cross-page entries and
+    stores into code pages; then the functions with the largest median
+    difference in cross-page entries and in instructions."""
+    print("boot phase, per pair (nofgkaslr -> FG): kernel instructions, without the time-bound loops;"
+          " TB entries from another page; stores into pages holding translated code (pages)")
+    d_ins, d_xp, d_smc = [], [], []
+    for i, (fg, nf) in enumerate(pairs):
+        a, b = prof_totals(nf), prof_totals(fg)
+        ar, br = prof_totals(nf, TIME_BOUND), prof_totals(fg, TIME_BOUND)
+        d_ins.append(100 * (br["insns"] / ar["insns"] - 1))
+        d_xp.append(br["xpage"] - ar["xpage"])
+        d_smc.append(br["smc"] - ar["smc"])
+        print(f"  {i:2} insns {a['insns'] / 1e6:7.1f} -> {b['insns'] / 1e6:7.1f} M, without time-bound "
+              f"{ar['insns'] / 1e6:7.2f} -> {br['insns'] / 1e6:7.2f} M ({d_ins[-1]:+.2f}%); "
+              f"xpage {ar['xpage'] / 1e6:.2f} -> {br['xpage'] / 1e6:.2f} M; stores into code pages "
+              f"{a['smc']:,} -> {b['smc']:,} ({nf['smc_pages']} -> {fg['smc_pages']} pages)")
+    print(f"  median over {len(pairs)} pairs: instructions without the time-bound loops "
+          f"{statistics.median(d_ins):+.2f}% ({min(d_ins):+.2f}..{max(d_ins):+.2f}); TB entries from "
+          f"another page {statistics.median(d_xp) / 1e6:+.2f} M ({min(d_xp) / 1e6:+.2f}.."
+          f"{max(d_xp) / 1e6:+.2f}); stores into code pages {statistics.median(d_smc):+,.0f}")
+    names = set().union(*(set(fg["functions"]) | set(nf["functions"]) for fg, nf in pairs))
+    zero = dict.fromkeys(PROF_FIELDS, 0)
+
+    def med(n, k, side):
+        return statistics.median(p[side]["functions"].get(n, zero)[k] for p in
+                                 ({"fg": fg, "nf": nf} for fg, nf in pairs))
+    for k, what in (("xpage", "TB entries from another page"), ("insns", "instructions")):
+        rows = sorted(((med(n, k, "fg") - med(n, k, "nf"), n) for n in names
+                       if n not in TIME_BOUND), key=lambda r: -abs(r[0]))[:top]
+        print(f"  functions by median FG - nofgkaslr {what} (time-bound loops left out):")
+        for dv, n in rows:
+            print(f"    {n:40} {med(n, k, 'nf'):>13,.0f} -> {med(n, k, 'fg'):>13,.0f}  {dv:+13,.0f}"
+                  f"   executions {med(n, 'execs', 'nf'):,.0f} -> {med(n, 'execs', 'fg'):,.0f}")
+
+
+def boot_profile_main(kernel, npairs, jpath=None):
+    """--boot-profile: npairs interleaved boots (nofgkaslr, a random seed)
+    with fgk-bootprof, then boot_profile_summary()."""
+    build_bootprof()
+    if not (Path(kernel) / "vmlinux").is_file():
+        raise SystemExit(f"runtime-cost: {kernel}: no vmlinux to name the functions")
+    pairs = []
+    with libfgk.Vmlinux(Path(kernel) / "vmlinux") as vm:
+        for r in range(npairs):
+            seed = libfgk.random_seed()
+            order = (("nf", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+            got = {}
+            for label, app in (order if r % 2 == 0 else order[::-1]):
+                got[label] = one_bootprof(kernel, vm, app)
+                t = prof_totals(got[label])
+                print(f"  {r:2} {label} insns {t['insns']:,} xpage {t['xpage']:,} smc {t['smc']:,}",
+                      flush=True)
+            pairs.append((got["fg"], got["nf"]))
+            if jpath:
+                Path(jpath).write_text(json.dumps({"kernel": str(kernel), "pairs": pairs}))
+    boot_profile_summary(pairs)
+    return pairs
+
+
+def console_stamps(log):
+    """{message with its numbers masked: first printk time, s} of a console log."""
+    out = {}
+    for ln in log.splitlines():
+        m = re.search(r"\[\s*(\d+\.\d+)\] (.*)", ln)
+        if m:
+            out.setdefault(re.sub(r"0x[0-9a-f]+|\d+", "N", m.group(2))[:70], float(m.group(1)))
+    return out
+
+
+def console_summary(pairs, top=8):
+    """Per interval between consecutive console messages that every run
+    printed: FG - nofgkaslr of the same pair on the guest's clock (printk
+    times), median and sorted differences; the largest first."""
+    common = set.intersection(*(set(fg) & set(nf) for fg, nf in pairs))
+    order = sorted(common, key=lambda m: statistics.median(nf[m] for _, nf in pairs))
+    rows = []
+    for prev, m in zip(order, order[1:]):
+        d = sorted((fg[m] - fg[prev]) - (nf[m] - nf[prev]) for fg, nf in pairs)
+        rows.append((statistics.median(d), prev, m, statistics.median(nf[m] - nf[prev] for _, nf in pairs), d))
+    print(f"console intervals (guest clock), FG - nofgkaslr over {len(pairs)} pairs: median "
+          "[sorted differences], ms")
+    for dm, prev, m, base, d in sorted(rows, key=lambda r: -abs(r[0]))[:top]:
+        lo, hi = median_ci(d)
+        print(f"  {1e3 * dm:+7.1f} ms [90% CI {1e3 * lo:+.1f}..{1e3 * hi:+.1f}] of nofgkaslr's "
+              f"{1e3 * base:.1f} ms, {sum(x > 0 for x in d)}/{len(d)} positive: {prev[:45]!r} -> {m[:45]!r}")
+    for key in ("Run /init as init process",):
+        if key in common:
+            d = [fg[key] - nf[key] for fg, nf in pairs]
+            print(f"  at {key!r}: {1e3 * statistics.median(d):+.1f} ms "
+                  f"({1e3 * min(d):+.1f}..{1e3 * max(d):+.1f})")
+
+
+def console_main(kernel, npairs, jpath=None):
+    """--console-times: npairs interleaved boots (order alternating) of
+    boot + an empty script with initcall_debug, no plugin; the console's
+    printk times, then console_summary()."""
+    pairs = []
+    for r in range(npairs):
+        seed = libfgk.random_seed()
+        order = (("nf", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+        got = {}
+        for label, app in (order if r % 2 == 0 else order[::-1]):
+            g = fgkrun.Guest("boot", "echo console-times-done", kernel=Path(kernel) / "bzImage",
+                             kaslr=True, timeout=600,
+                             append=f"kunit.enable=0 earlyprintk=ttyS0 initcall_debug {app}")
+            g.start()
+            try:
+                res = g.wait()
+            finally:
+                g.kill()
+            if "console-times-done" not in res.output:
+                raise SystemExit(f"runtime-cost: {kernel} {app}: guest failed ({res.message})")
+            got[label] = console_stamps(res.log)
+        pairs.append((got["fg"], got["nf"]))
+        print(f"  {r:2} pair done", flush=True)
+        if jpath:
+            Path(jpath).write_text(json.dumps({"kernel": str(kernel), "pairs": pairs}))
+    console_summary(pairs)
+    return pairs
+
+
 # ---- remedies: trace-driven replay of one workload under other layouts ----
 
 REPLAY = REPO / "build" / "perf-model" / "fgk-replay"
@@ -893,6 +1288,10 @@ def main():
                     help="--cpu: run QEMU with -d nochain (no TB chaining: every jump via the main loop)")
     ap.add_argument("--cpu-report", nargs="+", metavar="JSON",
                     help="--cpu's summary again from the --json files of earlier --cpu runs, pooled")
+    ap.add_argument("--boot-profile", type=int, metavar="PAIRS",
+                    help="the boot phase per function, FG vs nofgkaslr (fgk-bootprof; see above)")
+    ap.add_argument("--console-times", type=int, metavar="PAIRS",
+                    help="FG - nofgkaslr per interval between console messages (guest clock)")
     ap.add_argument("--remedies", metavar="WORKLOAD",
                     help="trace WORKLOAD and replay it under remedy layouts (see docs)")
     ap.add_argument("--draws", type=int, default=8, help="--remedies: layouts drawn per remedy")
@@ -906,6 +1305,12 @@ def main():
             ap.error(f"--remedies {a.remedies}: not a workload ({', '.join(n for _, n, _ in WORKLOADS)})")
         return remedies_main(Path(a.kernel), a.remedies, a.draws,
                              [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json, a.stream)
+    if a.console_times:
+        console_main(Path(a.kernel), a.console_times, a.json)
+        return 0
+    if a.boot_profile:
+        boot_profile_main(Path(a.kernel), a.boot_profile, a.json)
+        return 0
     if a.cpu_report:
         runs = {"nofgkaslr": [], "fg": []}
         kinds = set()

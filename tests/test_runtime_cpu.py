@@ -66,3 +66,51 @@ def test_fg_effect_recovers_known_coefficients(rc):
     fg, per_slice = rc.fg_effect(pairs, "kernel boot")
     assert fg == pytest.approx(0.1, abs=1e-9)
     assert per_slice == pytest.approx(0.01, abs=1e-12)
+
+
+def test_bootprof_plugin_builds_and_exports_the_plugin_api(rc, tmp_path):
+    """--boot-profile's plugin (BOOTPROF_C) builds with -Werror against QEMU
+    7.2's qemu-plugin.h and exports what QEMU looks up when it loads it."""
+    hdr = REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h"
+    if not hdr.is_file():
+        pytest.skip("no build/qemu-plugin/include/qemu-plugin.h (make -C perf-model fetches it)")
+    so = rc.build_bootprof(out=tmp_path / "fgk-bootprof.so")
+    syms = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True,
+                          text=True, check=True).stdout.split()
+    assert "qemu_plugin_install" in syms and "qemu_plugin_version" in syms
+    assert (tmp_path / "fgk-bootprof.c").read_text() == rc.BOOTPROF_C
+
+
+def test_boot_profile_counts_per_function(rc):
+    """The plugin's lines, read back and summed per function: instructions
+    are block size x executions; blocks the names do not cover are kept
+    apart; the time-bound loops can be left out of the totals."""
+    text = ("tb ffffffff81000010 4 10 2 0 0\n"
+            "tb ffffffff81000020 3 5 5 7 9\n"
+            "tb ffffffff81400000 2 100 0 0 0\n"
+            "tb ffffffff82000000 1 1 1 0 0\n"
+            "page ffffffff81000000 7\n")
+    blocks, pages = rc.parse_bootprof(text)
+    assert pages == {0xffffffff81000000: 7}
+    names = {0xffffffff81000010: "f", 0xffffffff81000020: "f", 0xffffffff81400000: "delay_tsc"}
+    per = rc.attribute_blocks(blocks, names.get)
+    assert per["f"] == {"insns": 4 * 10 + 3 * 5, "execs": 15, "xpage": 7, "smc": 7, "textw": 9}
+    assert per["delay_tsc"]["insns"] == 200
+    assert per["(not in vmlinux)"]["execs"] == 1
+    run = {"functions": per}
+    assert rc.prof_totals(run)["insns"] == 55 + 200 + 1
+    assert rc.prof_totals(run, rc.TIME_BOUND)["insns"] == 55 + 1
+
+
+def test_console_intervals_pair_messages_by_text(rc, capsys):
+    """Console lines are matched across runs by their text with numbers
+    masked (first occurrence); an interval's FG - nofgkaslr is the
+    difference of the two runs' gaps between the same two messages."""
+    nf = rc.console_stamps("[    0.100000] a 1\n[    0.200000] b 0x10\n[    0.300000] b 0x20\n"
+                           "[    0.500000] Run /init as init process\n")
+    fg = rc.console_stamps("junk\n[    0.100000] a 2\n[    0.250000] b 0x30\n"
+                           "[    0.650000] Run /init as init process\n")
+    assert nf == {"a N": 0.1, "b N": 0.2, "Run /init as init process": 0.5}
+    rc.console_summary([(fg, nf)] * 4)
+    out = capsys.readouterr().out
+    assert "+100.0 ms" in out and "+50.0 ms" in out and "at 'Run /init as init process': +150.0 ms" in out
