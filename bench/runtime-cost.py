@@ -22,6 +22,7 @@ hardware estimate).
   bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
   bench/runtime-cost.py --boot-profile PAIRS [--kernel DIR] [--json FILE]
   bench/runtime-cost.py --console-times PAIRS [--kernel DIR] [--json FILE]
+  bench/runtime-cost.py --smc-price [--kernel DIR]
 
 --boot-profile: what FG-KASLR changes in the kernel's boot phase, per
 function (docs/runtime-cost.md, "Linux 6.12"): PAIRS interleaved boots to
@@ -37,6 +38,11 @@ clock (printk times; under TCG the host's): PAIRS interleaved boots, no
 plugin (the command line has initcall_debug, whose lines stay below the
 console's level), and per interval between two console messages every
 run printed, FG - nofgkaslr of the same pair.
+
+--smc-price: the price TCG puts on a store into a guest page that holds
+translated code, which QEMU checks for self-modifying code, against a store
+into a page without code: a small static guest program (SMCBENCH_C below,
+built into build/perf-model/), timed with the guest's clock.
 
 --remedies: the cause of a workload's cost and layouts that might lower it,
 by trace-driven replay (docs/runtime-cost.md, "Cause and remedies"): one
@@ -919,6 +925,111 @@ def console_main(kernel, npairs, jpath=None):
     return pairs
 
 
+SMCBENCH = REPO / "build" / "perf-model" / "fgk-smcbench"
+# A guest program (static): what a store costs under TCG when its page
+# holds translated code (QEMU checks it for self-modifying code) against a
+# store into a page without code, never overlapping the code itself; the
+# first stores into a page are dearer (no bitmap of the page's code yet).
+SMCBENCH_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static double loop(volatile unsigned char *a, long n)
+{
+    double t0 = now();
+    for (long i = 0; i < n; i++)
+        a[(i * 8) & 1023] = (unsigned char)i;
+    return now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+    long n = argc > 1 ? atol(argv[1]) : 200000;
+    int rounds = argc > 2 ? atoi(argv[2]) : 7;
+    unsigned char *p = mmap(0, 2 * 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    double best_code = 1e9, best_data = 1e9;
+    void (*f)(void) = (void (*)(void))p;
+
+    if (p == MAP_FAILED)
+        return 1;
+    p[4096] = 1;
+    p[0] = 0xc3;                                  /* ret */
+    for (int r = 0; r < rounds; r++) {
+        double c, d;
+        f();                                      /* page 0 holds translated code */
+        c = loop(p + 2048, n);
+        d = loop(p + 4096 + 2048, n);
+        best_code = c < best_code ? c : best_code;
+        best_data = d < best_data ? d : best_data;
+    }
+    for (int w = 1; w <= 16; w *= 4)
+        for (int code = 0; code <= 1; code++) {
+            double best = 1e9;
+            for (int r = 0; r < rounds; r++) {
+                int np = 256;
+                unsigned char *q = mmap(0, np * 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                double t0, t;
+                if (q == MAP_FAILED)
+                    return 1;
+                for (int i = 0; i < np * 8; i++)
+                    q[i * 512] = 0xc3;
+                for (int i = 0; i < np * 8 && code; i++)
+                    ((void (*)(void))(q + i * 512))();
+                t0 = now();
+                for (int i = 0; i < np; i++)
+                    for (int k = 0; k < w; k++)
+                        ((volatile unsigned char *)q)[i * 4096 + 16 + 8 * k] = 1;
+                t = (now() - t0) / (np * w);
+                best = t < best ? t : best;
+                munmap(q, np * 4096);
+            }
+            printf("smc-price: first %d store(s) into each of 256 fresh pages %s: %.1f ns/store\n",
+                   w, code ? "with 8 translated blocks" : "without code", best * 1e9);
+        }
+    printf("smc-price: %ld stores: page with code %.1f ns/store, page without %.1f ns/store\n",
+           n, best_code / n * 1e9, best_data / n * 1e9);
+    return 0;
+}
+"""
+
+
+def smc_price_main(kernel, repeat=2):
+    """--smc-price: SMCBENCH_C (built static into build/perf-model/) in a
+    guest of kernel (nofgkaslr), `repeat` times; prints its lines."""
+    c = SMCBENCH.with_suffix(".c")
+    c.parent.mkdir(parents=True, exist_ok=True)
+    if not (c.is_file() and c.read_text() == SMCBENCH_C and SMCBENCH.is_file()):
+        c.write_text(SMCBENCH_C)
+        r = subprocess.run(["nice", "-n", "10", os.environ.get("CC", "cc"), "-O2", "-static", "-Wall",
+                            "-Werror", "-o", str(SMCBENCH), str(c)], capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"runtime-cost: {c}: does not build: {r.stderr.strip()}")
+    g = fgkrun.Guest("boot", f"for i in $(seq {repeat}); do /fgk/smcbench 200000 7; done",
+                     kernel=Path(kernel) / "bzImage", kaslr=True, timeout=600,
+                     append="kunit.enable=0 nofgkaslr", files={"/fgk/smcbench": str(SMCBENCH)})
+    g.start()
+    try:
+        res = g.wait()
+    finally:
+        g.kill()
+    lines = re.findall(r"^smc-price: .*$", res.output, re.M)
+    if not lines:
+        raise SystemExit(f"runtime-cost: {kernel}: smcbench printed nothing ({res.message})")
+    print("\n".join(lines))
+    return lines
+
+
 # ---- remedies: trace-driven replay of one workload under other layouts ----
 
 REPLAY = REPO / "build" / "perf-model" / "fgk-replay"
@@ -1292,6 +1403,8 @@ def main():
                     help="the boot phase per function, FG vs nofgkaslr (fgk-bootprof; see above)")
     ap.add_argument("--console-times", type=int, metavar="PAIRS",
                     help="FG - nofgkaslr per interval between console messages (guest clock)")
+    ap.add_argument("--smc-price", action="store_true",
+                    help="what a store into a page holding translated code costs (guest program)")
     ap.add_argument("--remedies", metavar="WORKLOAD",
                     help="trace WORKLOAD and replay it under remedy layouts (see docs)")
     ap.add_argument("--draws", type=int, default=8, help="--remedies: layouts drawn per remedy")
@@ -1305,6 +1418,9 @@ def main():
             ap.error(f"--remedies {a.remedies}: not a workload ({', '.join(n for _, n, _ in WORKLOADS)})")
         return remedies_main(Path(a.kernel), a.remedies, a.draws,
                              [int(x) for x in a.groups.split(",")], a.remedy_seed, a.json, a.stream)
+    if a.smc_price:
+        smc_price_main(Path(a.kernel))
+        return 0
     if a.console_times:
         console_main(Path(a.kernel), a.console_times, a.json)
         return 0

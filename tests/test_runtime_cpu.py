@@ -114,3 +114,14 @@ def test_console_intervals_pair_messages_by_text(rc, capsys):
     rc.console_summary([(fg, nf)] * 4)
     out = capsys.readouterr().out
     assert "+100.0 ms" in out and "+50.0 ms" in out and "at 'Run /init as init process': +150.0 ms" in out
+
+
+def test_smc_price_program_builds_and_runs_on_the_host(rc, tmp_path):
+    """--smc-price's guest program builds static with -Werror and, run on the
+    host (where no page check applies), prints its measurements."""
+    c, exe = tmp_path / "smcbench.c", tmp_path / "smcbench"
+    c.write_text(rc.SMCBENCH_C)
+    subprocess.run(["cc", "-O2", "-static", "-Wall", "-Werror", "-o", str(exe), str(c)], check=True)
+    out = subprocess.run([str(exe), "1000", "1"], capture_output=True, text=True, check=True).stdout
+    assert out.count("smc-price: ") == 7, out
+    assert "1000 stores: page with code" in out
