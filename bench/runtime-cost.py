@@ -17,7 +17,7 @@ hardware estimate).
 
   bench/runtime-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
   bench/runtime-cost.py --wall ROUNDS [--kernel DIR]
-  bench/runtime-cost.py --cpu ROUNDS [--nochain] [--kernel DIR] [--json FILE]
+  bench/runtime-cost.py --cpu ROUNDS [--nochain] [--perf] [--kernel DIR] [--json FILE]
   bench/runtime-cost.py --cpu-report JSON...   (the --cpu summary of saved runs, pooled)
   bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
   bench/runtime-cost.py --boot-profile PAIRS [--kernel DIR] [--json FILE]
@@ -77,6 +77,9 @@ for the host's CPUs, so it holds up on a shared host where wall time does
 not.  --nochain runs QEMU with -d nochain (no translated block jumps
 straight to another: every block returns to QEMU's main loop), which takes
 TCG's block chaining, and so its page rule, out of the comparison.
+--perf also samples the vCPU thread with perf (cpu-clock, 5 kHz, from
+the moment the thread exists) and reports per phase where in QEMU (or the
+host kernel, or the translated code) FG's extra time goes.
 
 SEEDS defaults to 5.  Default kernel build/kernel (6.1), no-FG build
 build/kernel-nofg when present; for 6.12: --kernel build/kernel-6.12
@@ -90,6 +93,7 @@ import math
 import os
 import random
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -196,6 +200,7 @@ def one(kernel, append, text_page, script=WORKLOAD, trace=None):
                          files={"/fgk/fgk-work": str(WORK)}, extra_qemu_args=["-plugin", arg])
         t0 = time.monotonic()
         g.start()
+        share_autogroup_nice(g.proc.pid)
         try:
             ok = g.wait_for_console(re.escape(fgkrun.MARK_BEGIN), timeout=1200)
             t_init = time.monotonic() - t0
@@ -317,20 +322,89 @@ def wait_marks(g, kernel, append, t0):
     return t, cpu
 
 
-def one_wall(kernel, append, nochain=False):
+def share_autogroup_nice(pid):
+    """fgkrun starts QEMU in a session of its own, i.e. an autogroup of its
+    own at nice 0: give it the bench's own autogroup nice, so that `echo 19 >
+    /proc/BENCH/autogroup` reaches QEMU as well (else the bench's console
+    polling starves behind its own QEMU on a busy host)."""
+    try:
+        m = re.search(r"nice\s+(-?\d+)", Path("/proc/self/autogroup").read_text())
+        if m:
+            Path(f"/proc/{pid}/autogroup").write_text(m.group(1))
+    except OSError:
+        pass
+
+
+PERF_FREQ = 5000
+
+
+def vcpu_tid(pid, timeout=20.0):
+    """QEMU's vCPU thread (named "...TCG" with -name debug-threads=on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            for t in Path(f"/proc/{pid}/task").iterdir():
+                try:
+                    if "TCG" in (t / "comm").read_text():
+                        return int(t.name)
+                except OSError:
+                    continue
+        except OSError:
+            return None
+        time.sleep(0.005)
+    return None
+
+
+def perf_samples(data, start, end):
+    """{"DSO SYMBOL" (or "DSO 0xADDR", DSO-relative, where the binary exports
+    no symbol there; "generated code" for TCG's translated code): samples}
+    of a `perf record` file between two CLOCK_MONOTONIC times."""
+    r = subprocess.run(["perf", "report", "-i", str(data), "--time", f"{start:.6f},{end:.6f}",
+                        "--stdio", "-n", "--sort", "dso,sym", "-v"], capture_output=True, text=True)
+    c = collections.Counter()
+    for ln in r.stdout.splitlines():
+        m = re.match(r"\s*[\d.]+%\s+(\d+)\s+(\S+)\s+0x[0-9a-f]+\s+\S+\s+\[.\]\s+(.*)$", ln)
+        if m:
+            dso = m.group(2).split("/")[-1]
+            c["generated code" if dso.startswith("perf-") else f"{dso} {m.group(3).strip()}"] += \
+                int(m.group(1))
+    return dict(c)
+
+
+def one_wall(kernel, append, nochain=False, perf=False):
     extra = ["-name", "debug-threads=on"] + (["-d", "nochain"] if nochain else [])
     g = fgkrun.Guest("boot", JIT_SCRIPT, kernel=Path(kernel) / "bzImage", kaslr=True, timeout=600,
                      append=" ".join(x for x in ("kunit.enable=0 earlyprintk=ttyS0", append) if x),
                      extra_qemu_args=extra)
-    t0 = time.monotonic()
-    g.start()
-    try:
-        t, cpu = wait_marks(g, kernel, append, t0)
-        jit = fgkrun.qmp_command(g.diag_path, "human-monitor-command", timeout=30,
-                                 **{"command-line": "info jit"})
-        res = g.wait()
-    finally:
-        g.kill()
+    with tempfile.TemporaryDirectory(prefix="fgk-perf-record.") as tmp:
+        data, rec = Path(tmp) / "perf.data", None
+        t0 = time.monotonic()
+        g.start()
+        share_autogroup_nice(g.proc.pid)
+        try:
+            if perf:
+                tid = vcpu_tid(g.proc.pid)
+                if tid is None:
+                    raise SystemExit(f"runtime-cost: {kernel} {append}: no vCPU thread to sample")
+                rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_FREQ),
+                                        "-k", "CLOCK_MONOTONIC", "-t", str(tid), "-o", str(data)],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            t, cpu = wait_marks(g, kernel, append, t0)
+            jit = fgkrun.qmp_command(g.diag_path, "human-monitor-command", timeout=30,
+                                     **{"command-line": "info jit"})
+            if rec:
+                rec.send_signal(2)
+                rec.wait(timeout=120)
+            res = g.wait()
+        finally:
+            g.kill()
+            if rec and rec.poll() is None:
+                rec.kill()
+                rec.wait()
+        samples = {}
+        if perf:
+            marks = [n for n, _ in WALL_MARKS]
+            samples = {b: perf_samples(data, t0 + t[a], t0 + t[b]) for a, b in zip(marks, marks[1:])}
     phases, prev = {}, 0.0
     cphases, cprev = {}, (0.0, 0.0, 0.0, 0)
     for name, _ in WALL_MARKS:
@@ -353,7 +427,10 @@ def one_wall(kernel, append, nochain=False):
         dec["total"] = int(cyc.group(1))
     # cpu: per phase [QEMU process CPU s, vCPU thread on-CPU s, vCPU thread run-queue wait s,
     # times the vCPU thread was put on a CPU]
-    return {"wall": phases, "cpu": cphases, "jit": stats, "decomp_cycles": dec}
+    out = {"wall": phases, "cpu": cphases, "jit": stats, "decomp_cycles": dec}
+    if perf:
+        out["perf"] = samples   # per phase (after the firmware), perf's samples of the vCPU thread
+    return out
 
 
 def wall_main(kernel, rounds):
@@ -431,7 +508,7 @@ def fg_effect(pairs, name):
     return v[2] / m[2][2], v[1] / m[1][1]
 
 
-def cpu_main(kernel, rounds, nochain=False):
+def cpu_main(kernel, rounds, nochain=False, perf=False):
     """--cpu: wall and QEMU CPU time per phase, FG vs nofgkaslr, ROUNDS
     interleaved pairs (order alternating), then cpu_summary()."""
     runs = {"nofgkaslr": [], "fg": []}
@@ -441,7 +518,7 @@ def cpu_main(kernel, rounds, nochain=False):
         seed = libfgk.random_seed()
         order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
         for label, app in (order if r % 2 == 0 else order[::-1]):
-            x = one_wall(kernel, app, nochain)
+            x = one_wall(kernel, app, nochain, perf)
             if len(x["cpu"]) != len(WALL_MARKS) + 1:
                 raise SystemExit(f"runtime-cost: {kernel} {app}: QEMU's CPU times unreadable")
             runs[label].append(x)
@@ -449,7 +526,7 @@ def cpu_main(kernel, rounds, nochain=False):
                 f"{n} {x['wall'][n]:.2f}/{x['cpu'][n][1]:.2f}/{x['cpu'][n][0]:.2f}/{x['cpu'][n][2]:.2f}"
                 for n in x["wall"]), flush=True)
     cpu_summary(runs)
-    return {"nochain": nochain, "runs": runs}
+    return {"nochain": nochain, "perf": perf, "runs": runs}
 
 
 def cpu_summary(runs):
@@ -497,6 +574,33 @@ def cpu_summary(runs):
         vf = [x["jit"][k] for x, _ in pairs if x["jit"][k] is not None]
         if vb and vf:
             print(f"  info jit {k:16} FG {statistics.median(vf):>10,.0f}  nofgkaslr {statistics.median(vb):>10,.0f}")
+    if pairs and all("perf" in x for pr in pairs for x in pr):
+        perf_summary(pairs)
+
+
+def perf_summary(pairs, top=10):
+    """--cpu --perf: per phase, the vCPU thread's perf samples as time (FG -
+    nofgkaslr per pair, median and its interval), then the symbols whose
+    samples differ most, summed over the pairs, as ms per run."""
+    print(f"perf samples of the vCPU thread ({PERF_FREQ} Hz, cpu-clock), per phase; "
+          "Δ = FG - nofgkaslr, ms per run, summed over the pairs / pairs:")
+    for name in list(pairs[0][0]["perf"]):
+        tot = [(sum(fg["perf"][name].values()), sum(nf["perf"][name].values())) for fg, nf in pairs]
+        rel = [100 * (a / b - 1) for a, b in tot if b]
+        if len(rel) < 2:
+            continue
+        lo, hi = median_ci(rel)
+        print(f"  {name}: FG {statistics.median(a for a, _ in tot) / PERF_FREQ:.3f} s, nofgkaslr "
+              f"{statistics.median(b for _, b in tot) / PERF_FREQ:.3f} s (medians), Δ median "
+              f"{statistics.median(rel):+.1f}% [90% CI {lo:+.1f}..{hi:+.1f}]")
+        f, n = collections.Counter(), collections.Counter()
+        for fg, nf in pairs:
+            f.update(fg["perf"][name])
+            n.update(nf["perf"][name])
+        for k in sorted(set(f) | set(n), key=lambda k: -abs(f[k] - n[k]))[:top]:
+            print(f"    {k[:58]:58} {1e3 * (f[k] - n[k]) / PERF_FREQ / len(pairs):+7.1f} ms  "
+                  f"(FG {1e3 * f[k] / PERF_FREQ / len(pairs):6.1f}, nofgkaslr "
+                  f"{1e3 * n[k] / PERF_FREQ / len(pairs):6.1f})")
 
 
 def per_ki(n, insns):
@@ -769,6 +873,7 @@ def one_bootprof(kernel, vm, append):
                          append="kunit.enable=0 " + append,
                          extra_qemu_args=["-plugin", f"{BOOTPROF},out={out}"])
         g.start()
+        share_autogroup_nice(g.proc.pid)
         try:
             res = g.wait()
         finally:
@@ -910,6 +1015,7 @@ def console_main(kernel, npairs, jpath=None):
                              kaslr=True, timeout=600,
                              append=f"kunit.enable=0 earlyprintk=ttyS0 initcall_debug {app}")
             g.start()
+            share_autogroup_nice(g.proc.pid)
             try:
                 res = g.wait()
             finally:
@@ -1019,6 +1125,7 @@ def smc_price_main(kernel, repeat=2):
                      kernel=Path(kernel) / "bzImage", kaslr=True, timeout=600,
                      append="kunit.enable=0 nofgkaslr", files={"/fgk/smcbench": str(SMCBENCH)})
     g.start()
+    share_autogroup_nice(g.proc.pid)
     try:
         res = g.wait()
     finally:
@@ -1397,6 +1504,8 @@ def main():
                     help="wall and QEMU CPU time per phase of FG vs nofgkaslr, no plugin (see above)")
     ap.add_argument("--nochain", action="store_true",
                     help="--cpu: run QEMU with -d nochain (no TB chaining: every jump via the main loop)")
+    ap.add_argument("--perf", action="store_true",
+                    help="--cpu: also sample QEMU's vCPU thread with perf (cpu-clock) per phase")
     ap.add_argument("--cpu-report", nargs="+", metavar="JSON",
                     help="--cpu's summary again from the --json files of earlier --cpu runs, pooled")
     ap.add_argument("--boot-profile", type=int, metavar="PAIRS",
@@ -1443,7 +1552,9 @@ def main():
         cpu_summary(runs)
         return 0
     if a.cpu:
-        runs = cpu_main(Path(a.kernel), a.cpu, a.nochain)
+        if a.perf and not shutil.which("perf"):
+            raise SystemExit("runtime-cost: --perf: no perf (apt-get install linux-perf)")
+        runs = cpu_main(Path(a.kernel), a.cpu, a.nochain, a.perf)
         if a.json:
             Path(a.json).write_text(json.dumps(runs, indent=1))
         return 0

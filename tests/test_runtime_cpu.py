@@ -125,3 +125,18 @@ def test_smc_price_program_builds_and_runs_on_the_host(rc, tmp_path):
     out = subprocess.run([str(exe), "1000", "1"], capture_output=True, text=True, check=True).stdout
     assert out.count("smc-price: ") == 7, out
     assert "1000 stores: page with code" in out
+
+
+def test_perf_summary_turns_samples_into_ms_per_run(rc, capsys):
+    """--cpu --perf: samples at PERF_FREQ become ms; a symbol's Δ is summed
+    over the pairs and divided by their number; the largest |Δ| first."""
+    f = rc.PERF_FREQ
+
+    def run(a, b):
+        return {"perf": {"kernel boot": {"qemu x": a, "generated code": b}}}
+    pairs = [(run(f // 10, f), run(0, f)), (run(f // 10, f), run(0, f + f // 100))]
+    rc.perf_summary(pairs)
+    out = capsys.readouterr().out.splitlines()
+    i = next(k for k, ln in enumerate(out) if ln.startswith("  kernel boot:"))
+    assert "qemu x" in out[i + 1] and "+100.0 ms" in out[i + 1]
+    assert "generated code" in out[i + 2] and "-5.0 ms" in out[i + 2]
