@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-/* fgk-work: the guest side of bench/runtime-cost.py (docs/runtime-cost.md).
+/* fgk-work: the guest side of bench/run-time-cost.py (docs/runtime-cost.md).
  * A static program that runs one kernel-heavy workload between two markers
  * the fgk-perf plugin recognises, so the plugin attributes the kernel's
  * instruction fetches to that workload:
@@ -261,7 +261,7 @@ static int w_tcp(long n)
 	return 0;
 }
 
-/* numbered as the markers: keep in step with bench/runtime-cost.py */
+/* numbered as the markers: keep in step with bench/run-time-cost.py */
 static const struct {
 	const char *name;
 	int (*run)(long n);

@@ -1,4 +1,4 @@
-"""bench/runtime-cost.py --cpu (docs/runtime-cost.md, "Where the wall-clock
+"""bench/run-time-cost.py --cpu (docs/runtime-cost.md, "Where the wall-clock
 gap goes"): what it reads from /proc about QEMU's threads, checked against a
 real process that burns known amounts of CPU in a thread named like QEMU's
 vCPU thread and in its main thread; and its fit of FG's CPU time at equal
@@ -31,7 +31,7 @@ time.sleep(30)
 
 @pytest.fixture(scope="module")
 def rc():
-    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "runtime-cost.py")
+    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "run-time-cost.py")
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     return m

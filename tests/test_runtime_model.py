@@ -154,7 +154,7 @@ def marked_rom(loops):
 
 def test_plugin_workload_markers(plugin, tmp_path):
     """Each marker's segment gets exactly its loop's instructions, and a loop
-    over more than L1i misses in its own segment only (bench/runtime-cost.py's
+    over more than L1i misses in its own segment only (bench/run-time-cost.py's
     per-workload rows rest on this)."""
     img, expect = marked_rom([(3, 4000, 50), (7, 40960, 6), (3, 100, 7)])
     work = {int(k): v for k, v in
@@ -275,7 +275,7 @@ def test_plugin_trace_arguments(plugin, tmp_path):
 
 
 def test_remedy_layouts(kernel):
-    """bench/runtime-cost.py --remedies' layouts of the test kernel: its
+    """bench/run-time-cost.py --remedies' layouts of the test kernel: its
     placement of the seed's order is libfgk's layout and of link order the
     link addresses; each remedy draw is an order of every section; by object
     file keeps each object's sections together in link order; X.cold puts
@@ -283,7 +283,7 @@ def test_remedy_layouts(kernel):
     import importlib.util
     import math
     import random
-    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "runtime-cost.py")
+    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "run-time-cost.py")
     rc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rc)
     text = rc.Text(kernel)

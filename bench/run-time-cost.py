@@ -15,14 +15,14 @@ the spread over seeds, against nofgkaslr measured in the same run.  The
 guest's wall clock per phase comes from the same runs (TCG time, not a
 hardware estimate).
 
-  bench/runtime-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
-  bench/runtime-cost.py --wall ROUNDS [--kernel DIR]
-  bench/runtime-cost.py --cpu ROUNDS [--nochain] [--perf] [--kernel DIR] [--json FILE]
-  bench/runtime-cost.py --cpu-report JSON...   (the --cpu summary of saved runs, pooled)
-  bench/runtime-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
-  bench/runtime-cost.py --boot-profile PAIRS [--kernel DIR] [--json FILE]
-  bench/runtime-cost.py --console-times PAIRS [--kernel DIR] [--json FILE]
-  bench/runtime-cost.py --smc-price [--kernel DIR]
+  bench/run-time-cost.py [SEEDS] [--kernel DIR] [--nofg DIR] [--text-page 2M|4K]
+  bench/run-time-cost.py --wall ROUNDS [--kernel DIR]
+  bench/run-time-cost.py --cpu ROUNDS [--nochain] [--perf] [--kernel DIR] [--json FILE]
+  bench/run-time-cost.py --cpu-report JSON...   (the --cpu summary of saved runs, pooled)
+  bench/run-time-cost.py --remedies WORKLOAD [--draws N] [--groups 4,16,64] [--kernel DIR]
+  bench/run-time-cost.py --boot-profile PAIRS [--kernel DIR] [--json FILE]
+  bench/run-time-cost.py --console-times PAIRS [--kernel DIR] [--json FILE]
+  bench/run-time-cost.py --smc-price [--kernel DIR]
 
 --boot-profile: what FG-KASLR changes in the kernel's boot phase, per
 function (docs/runtime-cost.md, "Linux 6.12"): PAIRS interleaved boots to
@@ -167,11 +167,11 @@ def parse(path):
                 k = int(kv.pop("work"))
                 work[k] = {f: int(v) for f, v in kv.items()}
     if set(phases) != {"pre", "boot", "run"}:
-        raise SystemExit(f"runtime-cost: {path}: plugin report has no pre/boot/run phases")
+        raise SystemExit(f"run-time-cost: {path}: plugin report has no pre/boot/run phases")
     names = {k: name for k, name, _ in WORKLOADS}
     missing = [names[k] for k in names if k not in work]
     if missing:
-        raise SystemExit(f"runtime-cost: {path}: no counts for workload(s) {', '.join(missing)}")
+        raise SystemExit(f"run-time-cost: {path}: no counts for workload(s) {', '.join(missing)}")
     phases["work"] = {names[k]: c for k, c in work.items() if k in names}
     return phases
 
@@ -183,7 +183,7 @@ def check_seed(kernel, append, output):
     m = re.search(r"fgkaslr_seed=(\S+)", append)
     got = re.search(r"^seed=([0-9a-f]{64})\s*$", output, re.M)
     if m and (not got or got.group(1) != m.group(1)):
-        raise SystemExit(f"runtime-cost: {kernel} {append}: the guest's /proc/fgkaslr_seed is "
+        raise SystemExit(f"run-time-cost: {kernel} {append}: the guest's /proc/fgkaslr_seed is "
                          f"{got.group(1) if got else 'missing'}, not the seed given")
 
 
@@ -211,7 +211,7 @@ def one(kernel, append, text_page, script=WORKLOAD, trace=None):
         if not ok or "workload-done" not in res.output or "fgk-work: " in res.output.replace(
                 "fgk-work: tcp: no IPv4", ""):
             err = re.findall(r"^fgk-work: .*$", res.output, re.M)
-            raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message}) "
+            raise SystemExit(f"run-time-cost: {kernel} {append}: guest failed ({res.message}) "
                              + " ".join(err))
         check_seed(kernel, append, res.output)
         if trace:
@@ -250,13 +250,13 @@ def capture(kernel, workload, label, append, text_page="2M"):
     with libfgk.Vmlinux(Path(kernel) / "vmlinux") as vm:
         name = "_text" if "_text" in syms else "_stext"
         if name not in syms:
-            raise SystemExit(f"runtime-cost: {kernel} {append}: no _text in the guest's kallsyms")
+            raise SystemExit(f"run-time-cost: {kernel} {append}: no _text in the guest's kallsyms")
         offset = syms[name] - vm.symbol(name).addr
     m = re.search(r"fgkaslr_seed=([0-9a-f]+)", append)
     d = {"workload": workload, "label": label, "append": append, "offset": offset,
          "seed": m.group(1) if m else None, "plugin": ph[k], "trace": ph["trace"]}
     if ph["trace"]["trace_truncated"]:
-        raise SystemExit(f"runtime-cost: {trc}: trace truncated at trace_max")
+        raise SystemExit(f"run-time-cost: {trc}: trace truncated at trace_max")
     meta.write_text(json.dumps(d, indent=1))
     return d
 
@@ -316,7 +316,7 @@ def wait_marks(g, kernel, append, t0):
             i += 1
         if i < len(WALL_MARKS):
             if g.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"runtime-cost: {kernel} {append}: no '{WALL_MARKS[i][1]}' "
+                raise SystemExit(f"run-time-cost: {kernel} {append}: no '{WALL_MARKS[i][1]}' "
                                  "on the console")
             time.sleep(0.005)
     return t, cpu
@@ -385,7 +385,7 @@ def one_wall(kernel, append, nochain=False, perf=False):
             if perf:
                 tid = vcpu_tid(g.proc.pid)
                 if tid is None:
-                    raise SystemExit(f"runtime-cost: {kernel} {append}: no vCPU thread to sample")
+                    raise SystemExit(f"run-time-cost: {kernel} {append}: no vCPU thread to sample")
                 rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_FREQ),
                                         "-k", "CLOCK_MONOTONIC", "-t", str(tid), "-o", str(data)],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -512,7 +512,7 @@ def cpu_main(kernel, rounds, nochain=False, perf=False):
     """--cpu: wall and QEMU CPU time per phase, FG vs nofgkaslr, ROUNDS
     interleaved pairs (order alternating), then cpu_summary()."""
     runs = {"nofgkaslr": [], "fg": []}
-    print(f"runtime-cost --cpu: {kernel}, {rounds} pairs{', -d nochain' if nochain else ''}; "
+    print(f"run-time-cost --cpu: {kernel}, {rounds} pairs{', -d nochain' if nochain else ''}; "
           "seconds per phase: wall, vCPU thread on a CPU, QEMU process CPU, vCPU run-queue wait")
     for r in range(rounds):
         seed = libfgk.random_seed()
@@ -520,7 +520,7 @@ def cpu_main(kernel, rounds, nochain=False, perf=False):
         for label, app in (order if r % 2 == 0 else order[::-1]):
             x = one_wall(kernel, app, nochain, perf)
             if len(x["cpu"]) != len(WALL_MARKS) + 1:
-                raise SystemExit(f"runtime-cost: {kernel} {app}: QEMU's CPU times unreadable")
+                raise SystemExit(f"run-time-cost: {kernel} {app}: QEMU's CPU times unreadable")
             runs[label].append(x)
             print(f"  {r:2} {label:10} " + "  ".join(
                 f"{n} {x['wall'][n]:.2f}/{x['cpu'][n][1]:.2f}/{x['cpu'][n][0]:.2f}/{x['cpu'][n][2]:.2f}"
@@ -823,7 +823,7 @@ def build_bootprof(src=BOOTPROF_C, out=BOOTPROF):
     if not hdr.is_file():
         subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")], check=False)
     if not hdr.is_file():
-        raise SystemExit("runtime-cost: --boot-profile: no qemu-plugin.h (make -C perf-model)")
+        raise SystemExit("run-time-cost: --boot-profile: no qemu-plugin.h (make -C perf-model)")
     c = Path(out).with_suffix(".c")
     c.parent.mkdir(parents=True, exist_ok=True)
     if not (c.is_file() and c.read_text() == src and Path(out).is_file()):
@@ -833,7 +833,7 @@ def build_bootprof(src=BOOTPROF_C, out=BOOTPROF):
                             f"-I{hdr.parent}", "-o", str(out), str(c)],
                            capture_output=True, text=True)
         if r.returncode:
-            raise SystemExit(f"runtime-cost: {c}: does not build: {r.stderr.strip()}")
+            raise SystemExit(f"run-time-cost: {c}: does not build: {r.stderr.strip()}")
     return Path(out)
 
 
@@ -879,12 +879,12 @@ def one_bootprof(kernel, vm, append):
         finally:
             g.kill()
         if "boot-profile-done" not in res.output or not out.is_file():
-            raise SystemExit(f"runtime-cost: {kernel} {append}: guest failed ({res.message})")
+            raise SystemExit(f"run-time-cost: {kernel} {append}: guest failed ({res.message})")
         blocks, pages = parse_bootprof(out.read_text())
     check_seed(kernel, append, res.output)
     m = re.search(r"^([0-9a-f]{16}) [Tt] _text\s*$", res.output, re.M)
     if not m:
-        raise SystemExit(f"runtime-cost: {kernel} {append}: no _text in the guest's kallsyms")
+        raise SystemExit(f"run-time-cost: {kernel} {append}: no _text in the guest's kallsyms")
     offset = int(m.group(1), 16) - vm.symbol("_text").addr
     s = re.search(r"fgkaslr_seed=([0-9a-f]{64})", append)
     lay = vm.layout(s.group(1)) if s else None
@@ -949,7 +949,7 @@ def boot_profile_main(kernel, npairs, jpath=None):
     with fgk-bootprof, then boot_profile_summary()."""
     build_bootprof()
     if not (Path(kernel) / "vmlinux").is_file():
-        raise SystemExit(f"runtime-cost: {kernel}: no vmlinux to name the functions")
+        raise SystemExit(f"run-time-cost: {kernel}: no vmlinux to name the functions")
     pairs = []
     with libfgk.Vmlinux(Path(kernel) / "vmlinux") as vm:
         for r in range(npairs):
@@ -1021,7 +1021,7 @@ def console_main(kernel, npairs, jpath=None):
             finally:
                 g.kill()
             if "console-times-done" not in res.output:
-                raise SystemExit(f"runtime-cost: {kernel} {app}: guest failed ({res.message})")
+                raise SystemExit(f"run-time-cost: {kernel} {app}: guest failed ({res.message})")
             got[label] = console_stamps(res.log)
         pairs.append((got["fg"], got["nf"]))
         print(f"  {r:2} pair done", flush=True)
@@ -1120,7 +1120,7 @@ def smc_price_main(kernel, repeat=2):
         r = subprocess.run(["nice", "-n", "10", os.environ.get("CC", "cc"), "-O2", "-static", "-Wall",
                             "-Werror", "-o", str(SMCBENCH), str(c)], capture_output=True, text=True)
         if r.returncode:
-            raise SystemExit(f"runtime-cost: {c}: does not build: {r.stderr.strip()}")
+            raise SystemExit(f"run-time-cost: {c}: does not build: {r.stderr.strip()}")
     g = fgkrun.Guest("boot", f"for i in $(seq {repeat}); do /fgk/smcbench 200000 7; done",
                      kernel=Path(kernel) / "bzImage", kaslr=True, timeout=600,
                      append="kunit.enable=0 nofgkaslr", files={"/fgk/smcbench": str(SMCBENCH)})
@@ -1132,7 +1132,7 @@ def smc_price_main(kernel, repeat=2):
         g.kill()
     lines = re.findall(r"^smc-price: .*$", res.output, re.M)
     if not lines:
-        raise SystemExit(f"runtime-cost: {kernel}: smcbench printed nothing ({res.message})")
+        raise SystemExit(f"run-time-cost: {kernel}: smcbench printed nothing ({res.message})")
     print("\n".join(lines))
     return lines
 
@@ -1155,7 +1155,7 @@ def replay(trace, mapfile=None, lines=None, sets=None, hot=None, warm=True, pair
             cmd += [opt, str(v)]
     r = subprocess.run(["nice", "-n", "10", *cmd, str(trace)], capture_output=True, text=True)
     if r.returncode:
-        raise SystemExit(f"runtime-cost: {r.stderr.strip()}")
+        raise SystemExit(f"run-time-cost: {r.stderr.strip()}")
     return {k: int(v) for k, v in (x.split("=", 1) for x in r.stdout.split())}
 
 
@@ -1546,14 +1546,14 @@ def main():
                 for k in runs:
                     runs[k] += d["runs"][k]
             except (OSError, ValueError, KeyError, TypeError) as e:
-                raise SystemExit(f"runtime-cost: {f}: not a --cpu --json file ({e})")
+                raise SystemExit(f"run-time-cost: {f}: not a --cpu --json file ({e})")
         if len(kinds) > 1:
-            raise SystemExit("runtime-cost: --cpu-report: files with and without --nochain mixed")
+            raise SystemExit("run-time-cost: --cpu-report: files with and without --nochain mixed")
         cpu_summary(runs)
         return 0
     if a.cpu:
         if a.perf and not shutil.which("perf"):
-            raise SystemExit("runtime-cost: --perf: no perf (apt-get install linux-perf)")
+            raise SystemExit("run-time-cost: --perf: no perf (apt-get install linux-perf)")
         runs = cpu_main(Path(a.kernel), a.cpu, a.nochain, a.perf)
         if a.json:
             Path(a.json).write_text(json.dumps(runs, indent=1))
@@ -1567,11 +1567,11 @@ def main():
             not PLUGIN.is_file() or not WORK.is_file():
         r = subprocess.run(["make", "-s", "-C", str(REPO / "perf-model")])
         if r.returncode:
-            print("runtime-cost: skipped: the fgk-perf plugin does not build (make -C perf-model)")
+            print("run-time-cost: skipped: the fgk-perf plugin does not build (make -C perf-model)")
             return 0
     kernel = Path(a.kernel)
     if not (kernel / "bzImage").is_file():
-        print(f"runtime-cost: skipped: no kernel at {kernel} (make kernel)")
+        print(f"run-time-cost: skipped: no kernel at {kernel} (make kernel)")
         return 0
     nofg = Path(a.nofg) if a.nofg else (REPO / "build" / f"{kernel.name}-nofg")
     nofg = nofg if (nofg / "bzImage").is_file() else None
@@ -1579,7 +1579,7 @@ def main():
     runs = {"nofgkaslr": [], "fg": [], "no-FG build": []}
     hdr = (f"  {'run':14} {'kernel insns':>13} {'L1i/ki':>7} {'L2i/ki':>7} {'iTLB/ki':>7}"
            f" {'est. cycles':>14} {'CPI':>6} {'xpg/ki':>7} {'wall s':>7}")
-    print(f"runtime-cost: {kernel}, text pages {a.text_page}, {len(seeds)} seeds"
+    print(f"run-time-cost: {kernel}, text pages {a.text_page}, {len(seeds)} seeds"
           f"{', no-FG build ' + str(nofg) if nofg else ' (no build without FG_KASLR)'}")
     print("phase 'run' (init's workload; after the first user instruction):")
     print(hdr)
