@@ -433,12 +433,21 @@ def one_wall(kernel, append, nochain=False, perf=False):
     return out
 
 
-def wall_main(kernel, rounds):
-    runs = {"nofgkaslr": [], "fg": []}
+def interleaved(rounds, base="nofgkaslr"):
+    """ROUNDS pairs of (label, boot option) boots of one image: `nofgkaslr`
+    (labelled base) and a new random seed ("fg"), their order alternating
+    from pair to pair, so that the host's load hits both alike.  Yields
+    (pair number, the pair's two (label, option) in boot order)."""
     for r in range(rounds):
         seed = libfgk.random_seed()
-        order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
-        for label, app in (order if r % 2 == 0 else order[::-1]):
+        order = ((base, "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+        yield r, (order if r % 2 == 0 else order[::-1])
+
+
+def wall_main(kernel, rounds):
+    runs = {"nofgkaslr": [], "fg": []}
+    for _, pair in interleaved(rounds):
+        for label, app in pair:
             x = one_wall(kernel, app)
             runs[label].append(x)
             w = x["wall"]
@@ -514,10 +523,8 @@ def cpu_main(kernel, rounds, nochain=False, perf=False):
     runs = {"nofgkaslr": [], "fg": []}
     print(f"run-time-cost --cpu: {kernel}, {rounds} pairs{', -d nochain' if nochain else ''}; "
           "seconds per phase: wall, vCPU thread on a CPU, QEMU process CPU, vCPU run-queue wait")
-    for r in range(rounds):
-        seed = libfgk.random_seed()
-        order = (("nofgkaslr", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
-        for label, app in (order if r % 2 == 0 else order[::-1]):
+    for r, pair in interleaved(rounds):
+        for label, app in pair:
             x = one_wall(kernel, app, nochain, perf)
             if len(x["cpu"]) != len(WALL_MARKS) + 1:
                 raise SystemExit(f"run-time-cost: {kernel} {app}: QEMU's CPU times unreadable")
@@ -952,11 +959,9 @@ def boot_profile_main(kernel, npairs, jpath=None):
         raise SystemExit(f"run-time-cost: {kernel}: no vmlinux to name the functions")
     pairs = []
     with libfgk.Vmlinux(Path(kernel) / "vmlinux") as vm:
-        for r in range(npairs):
-            seed = libfgk.random_seed()
-            order = (("nf", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+        for r, pair in interleaved(npairs, "nf"):
             got = {}
-            for label, app in (order if r % 2 == 0 else order[::-1]):
+            for label, app in pair:
                 got[label] = one_bootprof(kernel, vm, app)
                 t = prof_totals(got[label])
                 print(f"  {r:2} {label} insns {t['insns']:,} xpage {t['xpage']:,} smc {t['smc']:,}",
@@ -1006,11 +1011,9 @@ def console_main(kernel, npairs, jpath=None):
     boot + an empty script with initcall_debug, no plugin; the console's
     printk times, then console_summary()."""
     pairs = []
-    for r in range(npairs):
-        seed = libfgk.random_seed()
-        order = (("nf", "nofgkaslr"), ("fg", f"fgkaslr_seed={seed}"))
+    for r, pair in interleaved(npairs, "nf"):
         got = {}
-        for label, app in (order if r % 2 == 0 else order[::-1]):
+        for label, app in pair:
             g = fgkrun.Guest("boot", "echo console-times-done", kernel=Path(kernel) / "bzImage",
                              kaslr=True, timeout=600,
                              append=f"kunit.enable=0 earlyprintk=ttyS0 initcall_debug {app}")
