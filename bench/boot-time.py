@@ -11,9 +11,18 @@ be timed too); reports medians of
   wall:  host seconds from QEMU's start to init's first console line,
   init:  the kernel's own uptime at "Run /init",
   fg:    the decompressor's FG-KASLR time (boot message), mcount sort part,
-and the ratios against nofgkaslr measured in the same run.
+and the ratios against nofgkaslr measured in the same run; then one boot
+under -icount (below) for the decompressor's work in guest instructions.
 
   bench/boot-time.py [ROUNDS]      (default 7)
+  bench/boot-time.py --icount [ROUNDS]   (default 3)
+
+--icount boots the FG image ROUNDS times under QEMU's -icount shift=0,
+where the guest's TSC counts guest instructions: the decompressor's
+FG-KASLR work in millions of guest instructions, in total, per phase and
+per function section.  The count does not move with host load (it moves a
+little with the seed, so each boot draws a new one); use it to compare two
+builds of the boot code on a busy machine, where wall time can't.
 """
 import re
 import statistics
@@ -29,13 +38,13 @@ sys.path.insert(0, str(REPO / "bench"))
 import fgkbench  # noqa: E402
 
 
-def one(kernel, append):
+def one(kernel, append, extra=()):
     # The decompressor's numbers are root-only (/proc/fgkaslr_stats), not in dmesg.
     # kunit.enable=0: the FG build runs the fgkaslr suite at boot, and most of
     # its cases skip under nofgkaslr; the no-FG build has none: boot, not tests.
     g = fgkrun.Guest("boot", "cat /proc/fgkaslr_stats 2>/dev/null; true", kernel=kernel,
                      append=" ".join(x for x in ("kunit.enable=0", append) if x),
-                     kaslr=True, timeout=600)
+                     kaslr=True, timeout=600, extra_qemu_args=list(extra))
     t0 = time.monotonic()
     g.start()
     try:
@@ -47,6 +56,8 @@ def one(kernel, append):
     if not ok:
         raise SystemExit(f"boot-time: {kernel} did not reach init ({res.message})")
     m = re.search(r"\[\s*(\d+\.\d+)\] Run /init as init process", res.log)
+    if extra:
+        return res.output
     us = re.search(r"^us: (\d+)$", res.output, re.M)
     cyc = re.search(r"^cycles: (\d+)$", res.output, re.M)
     mc = re.search(r"^mcount_cycles: (\d+)$", res.output, re.M)
@@ -77,11 +88,50 @@ def sizes(name, fg_dir, nofg):
                   f"{100.0 * (a[k] - b[k]) / b[k]:+6.1f}% ({(a[k] - b[k]) / 2**20:+.2f} MiB)")
 
 
+# one vCPU: under -icount the 6.1 kernel hangs bringing up the second
+# one ("Booting SMP configuration"), and the decompressor runs on one anyway
+ICOUNT = ("-icount", "shift=0", "-smp", "1")
+
+
+def instructions(name, kdir, rounds):
+    """The decompressor's FG-KASLR work in guest instructions (-icount)."""
+    runs = []
+    for r in range(rounds):
+        out = one(kdir / "bzImage", "", ICOUNT)
+        cyc = re.search(r"^cycles: (\d+)$", out, re.M)
+        if not cyc or not int(cyc.group(1)):
+            raise SystemExit(f"boot-time: {kdir / 'bzImage'}: no FG-KASLR cycles in "
+                             "/proc/fgkaslr_stats (not an FG-KASLR kernel, or it booted nofgkaslr)")
+        ph = re.search(r"^phase_cycles: (.*)$", out, re.M)
+        phases = {n: int(v) for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if ph else {}
+        phases["other"] = int(cyc.group(1)) - sum(phases.values())
+        runs.append((int(cyc.group(1)), phases))
+        print(f"round {r + 1}/{rounds}: {int(cyc.group(1)) / 1e6:.1f} M instructions", flush=True)
+    total = statistics.median(t for t, _ in runs)
+    secs = fgkbench.scale(kdir)["sections"]
+    print(f"decompressor FG-KASLR work: {total / 1e6:.1f} M guest instructions "
+          f"(min {min(t for t, _ in runs) / 1e6:.1f}, max {max(t for t, _ in runs) / 1e6:.1f}), "
+          f"{total / secs:,.0f} per function section ({secs:,} sections)")
+    print("phases (median M instructions): " + ", ".join(
+        f"{n} {statistics.median(p.get(n, 0) for _, p in runs) / 1e6:.1f}" for n in runs[0][1]))
+    print(f"(QEMU -icount shift=0, {rounds} boots, each with its own random seed)")
+
+
 def main():
-    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 7
+    args = sys.argv[1:]
+    icount = "--icount" in args
+    args = [a for a in args if a != "--icount"]
+    if len(args) > 1 or (args and not args[0].isdigit()):
+        raise SystemExit("usage: bench/boot-time.py [--icount] [ROUNDS]")
+    rounds = int(args[0]) if args else (3 if icount else 7)
     kernels = fgkbench.variants()
     if not kernels:
         raise SystemExit("boot-time: build/kernel/bzImage missing: run 'make kernel'")
+    if icount:
+        for name, kdir in kernels:
+            print(f"== {fgkbench.scale_line(name, kdir)}")
+            instructions(name, kdir, rounds)
+        return
     dirs = dict(kernels)
     for name, kdir in kernels:
         fg = kdir / "bzImage"
@@ -120,6 +170,8 @@ def main():
               f"the nofgkaslr boot to init; {1000 * fg_ms / fgkbench.scale(kdir)['sections']:.2f} us "
               "per function section")
         print(f"(medians of {rounds} interleaved rounds, QEMU TCG)")
+        # the same work in guest instructions: a number host load can't move
+        instructions(name, kdir, 1)
     g = fgkbench.growth_line(dirs)
     if g:
         print(g)
