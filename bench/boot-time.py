@@ -38,7 +38,20 @@ sys.path.insert(0, str(REPO / "bench"))
 import fgkbench  # noqa: E402
 
 
-def one(kernel, append, extra=()):
+def fg_stats(output):
+    """/proc/fgkaslr_stats as the guest printed it: us, cycles and
+    mcount_cycles (None where absent), phase_cycles as {phase: cycles}
+    (None where absent: kernels before v7)."""
+    st = {k: int(m.group(1)) if (m := re.search(rf"^{k}: (\d+)$", output, re.M)) else None
+          for k in ("us", "cycles", "mcount_cycles")}
+    ph = re.search(r"^phase_cycles: (.*)$", output, re.M)
+    st["phases"] = {n: int(v) for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if ph else None
+    return st
+
+
+def boot(kernel, append, extra=()):
+    """One boot to init: host seconds to init's first console line, the
+    kernel's uptime at "Run /init", and fg_stats()."""
     # The decompressor's numbers are root-only (/proc/fgkaslr_stats), not in dmesg.
     # kunit.enable=0: the FG build runs the fgkaslr suite at boot, and most of
     # its cases skip under nofgkaslr; the no-FG build has none: boot, not tests.
@@ -56,18 +69,19 @@ def one(kernel, append, extra=()):
     if not ok:
         raise SystemExit(f"boot-time: {kernel} did not reach init ({res.message})")
     m = re.search(r"\[\s*(\d+\.\d+)\] Run /init as init process", res.log)
-    if extra:
-        return res.output
-    us = re.search(r"^us: (\d+)$", res.output, re.M)
-    cyc = re.search(r"^cycles: (\d+)$", res.output, re.M)
-    mc = re.search(r"^mcount_cycles: (\d+)$", res.output, re.M)
-    fg_ms = int(us.group(1)) / 1000 if us else 0.0
-    mcount_ms = (fg_ms * int(mc.group(1)) / int(cyc.group(1))) if (mc and cyc and us) else 0.0
+    return wall, float(m.group(1)) if m else float("nan"), fg_stats(res.output)
+
+
+def one(kernel, append):
+    wall, init, st = boot(kernel, append)
+    fg_ms = st["us"] / 1000 if st["us"] is not None else 0.0
+    timed = st["us"] is not None and st["cycles"] is not None
+    mcount_ms = (fg_ms * st["mcount_cycles"] / st["cycles"]
+                 if timed and st["mcount_cycles"] is not None else 0.0)
     # v7 kernels: where the decompressor's time went, in ms
-    ph = re.search(r"^phase_cycles: (.*)$", res.output, re.M)
-    phases = {n: fg_ms * int(v) / int(cyc.group(1))
-              for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if (ph and cyc and us) else {}
-    return wall, float(m.group(1)) if m else float("nan"), fg_ms, mcount_ms, phases
+    phases = ({n: fg_ms * v / st["cycles"] for n, v in st["phases"].items()}
+              if timed and st["phases"] is not None else {})
+    return wall, init, fg_ms, mcount_ms, phases
 
 
 def sizes(name, fg_dir, nofg):
@@ -93,20 +107,18 @@ def sizes(name, fg_dir, nofg):
 ICOUNT = ("-icount", "shift=0", "-smp", "1")
 
 
-def instructions(name, kdir, rounds):
+def instructions(kdir, rounds):
     """The decompressor's FG-KASLR work in guest instructions (-icount)."""
     runs = []
     for r in range(rounds):
-        out = one(kdir / "bzImage", "", ICOUNT)
-        cyc = re.search(r"^cycles: (\d+)$", out, re.M)
-        if not cyc or not int(cyc.group(1)):
+        cycles = boot(kdir / "bzImage", "", ICOUNT)[2]
+        if not cycles["cycles"]:
             raise SystemExit(f"boot-time: {kdir / 'bzImage'}: no FG-KASLR cycles in "
                              "/proc/fgkaslr_stats (not an FG-KASLR kernel, or it booted nofgkaslr)")
-        ph = re.search(r"^phase_cycles: (.*)$", out, re.M)
-        phases = {n: int(v) for n, v in re.findall(r"(\w+)=(\d+)", ph.group(1))} if ph else {}
-        phases["other"] = int(cyc.group(1)) - sum(phases.values())
-        runs.append((int(cyc.group(1)), phases))
-        print(f"round {r + 1}/{rounds}: {int(cyc.group(1)) / 1e6:.1f} M instructions", flush=True)
+        phases = dict(cycles["phases"] or {})
+        phases["other"] = cycles["cycles"] - sum(phases.values())
+        runs.append((cycles["cycles"], phases))
+        print(f"round {r + 1}/{rounds}: {cycles['cycles'] / 1e6:.1f} M instructions", flush=True)
     total = statistics.median(t for t, _ in runs)
     secs = fgkbench.scale(kdir)["sections"]
     print(f"decompressor FG-KASLR work: {total / 1e6:.1f} M guest instructions "
@@ -130,7 +142,7 @@ def main():
     if icount:
         for name, kdir in kernels:
             print(f"== {fgkbench.scale_line(name, kdir)}")
-            instructions(name, kdir, rounds)
+            instructions(kdir, rounds)
         return
     dirs = dict(kernels)
     for name, kdir in kernels:
@@ -171,7 +183,7 @@ def main():
               "per function section")
         print(f"(medians of {rounds} interleaved rounds, QEMU TCG)")
         # the same work in guest instructions: a number host load can't move
-        instructions(name, kdir, 1)
+        instructions(kdir, 1)
     g = fgkbench.growth_line(dirs)
     if g:
         print(g)
