@@ -38,6 +38,17 @@ def chacha20_block(key, counter, nonce):
 
 
 TEXT_NONCE = b"fgkaslr-text"
+SCHED_NONCE = b"fgkaslr-schd"
+
+# Spec §3 (version 2): the shuffle domains, in this order:
+# (name prefix, limit symbols (the first that vmlinux defines), nonce,
+#  the first layout version that has the domain).
+DOMAINS = [
+    (".sched.text.", ("__sched_text_end",), SCHED_NONCE, 2),
+    (".text.", ("__fgkaslr_text_end", "_etext"), TEXT_NONCE, 1),
+]
+LAYOUT_VERSIONS = (1, 2)
+SHT_PROGBITS, SHF_ALLOC, SHF_EXECINSTR = 1, 0x2, 0x4
 
 
 def fnv1a64(data):
@@ -95,6 +106,47 @@ def place(sections, order, start, limit):
     return out if addr <= limit else None
 
 
+def domain_of(name, sh_type, sh_flags, sh_size, version=1):
+    """Spec §3: the index into DOMAINS of a vmlinux section, or None."""
+    if sh_type != SHT_PROGBITS or sh_size == 0:
+        return None
+    if sh_flags & (SHF_ALLOC | SHF_EXECINSTR) != SHF_ALLOC | SHF_EXECINSTR:
+        return None
+    for d, (prefix, _, _, since) in enumerate(DOMAINS):
+        if version >= since and name.startswith(prefix):
+            return d
+    return None
+
+
+def layout(sections, symbols, seed):
+    """Spec §3-§7 for a whole vmlinux.
+
+    sections: (name, sh_type, sh_flags, addr, size, align) in section
+    header index order; symbols: {name: value}, including the absolute
+    __fgkaslr_layout_version if vmlinux defines it.  Returns
+    {section index: new address} of the randomized sections, or raises
+    ValueError (unknown version, does not fit).
+    """
+    version = symbols.get("__fgkaslr_layout_version", 1)
+    if version not in LAYOUT_VERSIONS:
+        raise ValueError("vmlinux uses FG-KASLR layout version %d; "
+                         "this reference knows 1-2" % version)
+    out = {}
+    for d, (prefix, limit_syms, nonce, _) in enumerate(DOMAINS):
+        idx = [i for i, (name, t, f, _a, size, _al) in enumerate(sections)
+               if domain_of(name, t, f, size, version) == d]
+        if not idx:
+            continue
+        limit = next(symbols[n] for n in limit_syms if n in symbols)
+        start = min(sections[i][3] for i in idx)
+        secs = [(sections[i][4], sections[i][5]) for i in idx]
+        new = place(secs, permutation(seed, len(idx), nonce), start, limit)
+        if new is None:
+            raise ValueError("layout does not fit (%s)" % prefix)
+        out.update(zip(idx, new))
+    return out
+
+
 def _selftest():
     key = bytes(range(32))
     nonce = bytes.fromhex("000000090000004a00000000")
@@ -124,6 +176,30 @@ def main():
           " limit 0xffffffff81202000")
     for i, (size, align) in enumerate(secs):
         print("  sec %d size 0x%x align %d -> 0x%x" % (i, size, align, new[i]))
+    print("nonce fgkaslr-schd (the .sched.text.* domain, layout version 2)")
+    for s in seeds:
+        rng = Rng(s, SCHED_NONCE)
+        print("seed", s.hex())
+        print("  u32[0..7]  ", " ".join("%08x" % rng.u32() for _ in range(8)))
+        print("  perm(12)   ", " ".join(map(str, permutation(s, 12, SCHED_NONCE))))
+    # a two-domain vmlinux: .sched.text.* then the gap, then .text.*
+    secs = [(".text", 1, 6, 0xffffffff81000000, 0x100, 16),
+            (".sched.text.a.o", 1, 6, 0xffffffff81000110, 0x30, 16),
+            (".sched.text.b.o", 1, 6, 0xffffffff81000140, 0x45, 16),
+            (".sched.text.c.o", 1, 6, 0xffffffff81000190, 0x8, 16),
+            (".text.f", 1, 6, 0xffffffff812001a0, 0x35, 16),
+            (".text.g", 1, 6, 0xffffffff812001e0, 0x10, 16),
+            (".text.h", 1, 6, 0xffffffff812001f0, 0x81, 64)]
+    syms = {"__sched_text_start": 0xffffffff81000100,
+            "__sched_text_end": 0xffffffff810001a0,
+            "__fgkaslr_text_end": 0xffffffff81200400,
+            "__fgkaslr_layout_version": 2}
+    new = layout(secs, syms, seed)
+    print("two domains, seed 000102..1f, __sched_text_end 0x%x,"
+          " __fgkaslr_text_end 0x%x" % (syms["__sched_text_end"],
+                                        syms["__fgkaslr_text_end"]))
+    for i in sorted(new):
+        print("  [%d] %s 0x%x -> 0x%x" % (i, secs[i][0], secs[i][3], new[i]))
     print("module nonce 'fgk_test'", module_nonce("fgk_test").hex())
     print("  perm(10)   ", " ".join(map(str, permutation(
         seed, 10, module_nonce("fgk_test")))))

@@ -141,6 +141,17 @@ static void print_json(struct fgk_vmlinux *vm, const struct fgk_audit *a,
 	json_fixed(&j, a->log2_orderings, 1);
 	json_name(&j, "bits");
 	json_fixed(&j, a->log2_orderings < 256 ? a->log2_orderings : 256.0, 1);
+	json_name(&j, "domains");
+	json_start_array(&j);
+	for (int d = 0; d < 2; d++) {
+		json_start_object(&j);
+		json_string_field(&j, "prefix", d ? ".text." : ".sched.text.");
+		json_u64_field(&j, "sections", a->domain_sections[d]);
+		json_name(&j, "log2_orderings");
+		json_fixed(&j, a->domain_log2_orderings[d], 1);
+		json_end_object(&j);
+	}
+	json_end_array(&j);
 	json_end_object(&j);
 	json_name(&j, "seed");
 	if (a->seeded) {
@@ -225,6 +236,11 @@ static void print_text(struct fgk_vmlinux *vm, const struct fgk_audit *a)
 	printf("init-only text (freed after boot): %llu bytes, %zu functions, %llu function bytes\n",
 	       (unsigned long long)t[FGK_AUDIT_INIT].bytes, t[FGK_AUDIT_INIT].functions,
 	       (unsigned long long)t[FGK_AUDIT_INIT].function_bytes);
+	if (a->domain_sections[0])
+		printf("entropy: .sched.text.* shuffled per object: %zu sections, log2(%zu!) = %.1f bits; .text.*: %zu sections, log2(%zu!) = %.1f bits\n",
+		       a->domain_sections[0], a->domain_sections[0],
+		       a->domain_log2_orderings[0], a->domain_sections[1],
+		       a->domain_sections[1], a->domain_log2_orderings[1]);
 	if (a->sections)
 		printf("entropy: %zu shuffled sections: a function takes any of %zu positions in the order; log2(%zu!) = %.1f bits of orderings (%.1f bits: the 256-bit seed bounds it)\n",
 		       a->sections, a->sections, a->sections, a->log2_orderings,

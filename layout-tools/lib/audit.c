@@ -110,7 +110,7 @@ static size_t fixed_text_at(struct fgk_vmlinux *vm, uint64_t addr)
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
 		if (sh->sh_addr <= addr && addr < sh->sh_addr + sh->sh_size &&
-		    (sh->sh_flags & SHF_EXECINSTR) && !fgk__section_randomized(&vm->secs[i]))
+		    (sh->sh_flags & SHF_EXECINSTR) && !fgk__section_randomized(vm, &vm->secs[i]))
 			found = i;
 	}
 	return found;
@@ -171,19 +171,33 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		return &fgk_enomem;
 	a->asm_known = true;
 
-	/* §3 randomized sections: one region */
+	/*
+	 * §3 randomized sections: the .text.* domain is one region; the
+	 * .sched.text.* domain (layout version 2) is the kernel's
+	 * .sched.text bounds, below.  Entropy: each domain is shuffled on its
+	 * own, so the orderings multiply.
+	 */
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
+		int d = fgk__section_domain(vm, &vm->secs[i]);
 
-		if (!fgk__section_randomized(&vm->secs[i]))
+		if (d < 0)
 			continue;
 		a->sections++;
+		a->domain_sections[d]++;
+		if (d != FGK__D_TEXT)
+			continue;
 		if (sh->sh_addr < rstart)
 			rstart = sh->sh_addr;
 		if (sh->sh_addr + sh->sh_size > rend)
 			rend = sh->sh_addr + sh->sh_size;
 	}
-	a->log2_orderings = a->sections ? lgamma((double)a->sections + 1) / log(2.0) : 0;
+	for (int d = 0; d < FGK__NDOMAINS; d++) {
+		size_t n = a->domain_sections[d];
+
+		a->domain_log2_orderings[d] = n ? lgamma((double)n + 1) / log(2.0) : 0;
+		a->log2_orderings += a->domain_log2_orderings[d];
+	}
 
 	stext = sym_value(vm, "_stext", &have_stext);
 	if (!have_stext)
@@ -252,10 +266,21 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		r.start = s;
 		r.end = e;
 		r.why = bounded[k].why;
+		if (!strcmp(bounded[k].start, "__sched_text_start") &&
+		    a->domain_sections[FGK__D_SCHED]) {
+			/*
+			 * §3 domain D0: every function byte between the
+			 * bounds lies in a .sched.text.* section, shuffled
+			 * per object inside them.
+			 */
+			r.name = "shuffled .sched.text.* (per object, inside its bounds)";
+			r.why = NULL;
+			r.moves = true;
+		}
 		if ((err = add_region(a, &cap, &r)))
 			goto fail;
 	}
-	if (a->sections) {
+	if (a->domain_sections[FGK__D_TEXT]) {
 		memset(&r, 0, sizeof(r));
 		r.name = "shuffled .text.*";
 		r.start = rstart;
@@ -270,7 +295,7 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 
 		if (sh->sh_type != SHT_PROGBITS || !sh->sh_size ||
 		    (sh->sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) != (SHF_ALLOC | SHF_EXECINSTR) ||
-		    fgk__section_randomized(&vm->secs[i]) || i == text_sec || i == entry_sec)
+		    fgk__section_randomized(vm, &vm->secs[i]) || i == text_sec || i == entry_sec)
 			continue;
 		memset(&r, 0, sizeof(r));
 		r.name = vm->secs[i].name ? vm->secs[i].name : "?";

@@ -197,7 +197,12 @@ static struct fgk_error *note_guesses(struct settle *st,
 {
 	const struct fgk_section *s = st->l->secs;
 	size_t len = 0, cap = 0;
-	char *names = NULL;
+	char *names = o->guessed_names;	/* the domain before's, if any */
+
+	if (names) {
+		len = strlen(names);
+		cap = len + 1;
+	}
 
 	for (size_t u = 0; u < st->nunknown; u++) {
 		const struct fgk_section *e = &s[st->unknown[u]];
@@ -224,10 +229,11 @@ static struct fgk_error *note_guesses(struct settle *st,
 }
 
 /*
- * newa[] holds the sections placed from symbols; place the others by
- * elimination, check §7, and turn l into the layout.
+ * One domain (l is a view of it: its sections, order, region): newa[]
+ * holds the sections placed from symbols; place the others by
+ * elimination, check §7, set l->order (indices into l->secs) and l->end.
  */
-static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
+static struct fgk_error *settle_one(struct fgk_layout *l, uint64_t *newa,
 				const char *path, const char *vmpath,
 				struct fgk_kallsyms_origin *o)
 {
@@ -266,8 +272,8 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		}
 		known[nknown++] = (uint32_t)k;
 	}
-	o->by_symbol = nknown;
-	o->by_elimination = st.nunknown;
+	o->by_symbol += nknown;
+	o->by_elimination += st.nunknown;
 	if (st.nunknown > MAX_ELIMINATED) {
 		err = fgk__error_new(FGK_ERR_KALLSYMS, path,
 				     "kallsyms does not cover %zu of the %zu shuffled sections of %s (no symbol of theirs): a kernel without CONFIG_KALLSYMS_ALL? Use the seed",
@@ -379,9 +385,6 @@ static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
 		}
 	}
 	l->end = end;
-	l->seedless = true;
-	memset(&l->seed, 0, sizeof(l->seed));
-	fgk__layout_index_new(l);
 	err = note_guesses(&st, o);
 out:
 	free(known);
@@ -391,6 +394,42 @@ out:
 	free(st.first);
 	free(st.guess);
 	return err;
+}
+
+/*
+ * newa[] holds the sections placed from symbols; place the others by
+ * elimination and check §7, domain by domain (spec §3: each in its own
+ * region), and turn l into the layout.
+ */
+static struct fgk_error *settle(struct fgk_layout *l, uint64_t *newa,
+				const char *path, const char *vmpath,
+				struct fgk_kallsyms_origin *o)
+{
+	for (int d = 0; d < FGK__NDOMAINS; d++) {
+		struct fgk__domain *D = &l->dom[d];
+		struct fgk_layout v = *l;
+		struct fgk_error *err;
+
+		if (!D->n)
+			continue;
+		v.secs = l->secs + D->first;
+		v.order = l->order + D->first;
+		v.n = D->n;
+		v.start = D->start;
+		v.limit = D->limit;
+		v.limit_sym = D->limit_sym;
+		err = settle_one(&v, newa + D->first, path, vmpath, o);
+		if (err)
+			return err;
+		D->end = v.end;
+		for (size_t k = 0; k < D->n; k++)
+			l->order[D->first + k] += (uint32_t)D->first;
+	}
+	l->end = l->dom[FGK__D_TEXT].end;
+	l->seedless = true;
+	memset(&l->seed, 0, sizeof(l->seed));
+	fgk__layout_index_new(l);
+	return NULL;
 }
 
 /* The randomized section holding a link address, as an index, or -1. */
@@ -585,8 +624,10 @@ static bool plausible(const struct match *m, size_t g, uint32_t i, uint64_t rt)
 	const struct fgk_section *e = &m->l->secs[k];
 	uint64_t na = rt - m->offset - (m->ks->syms[i].addr - e->addr);
 
-	if (na % e->align || na < m->l->start || na > m->l->limit ||
-	    e->size > m->l->limit - na)
+	const struct fgk__domain *D = fgk__layout_domain_of(m->l, (size_t)k);
+
+	if (na % e->align || na < D->start || na > D->limit ||
+	    e->size > D->limit - na)
 		return false;
 	for (size_t v = m->gv[g]; v < m->gv[g + 1]; v++) {
 		uint32_t o = m->vi[v];

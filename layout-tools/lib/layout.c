@@ -65,12 +65,49 @@ static int cmp_new(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-bool fgk__section_randomized(const struct fgk__section *s)
+/* §3 (version 2): the domains, in this order; limit symbols as in fgk__layout_new(). */
+static const struct {
+	const char *prefix;
+	size_t len;
+	const uint8_t *nonce;
+	unsigned min_version;
+} domains[FGK__NDOMAINS] = {
+	[FGK__D_SCHED] = { ".sched.text.", 12, fgk_sched_nonce, 2 },
+	[FGK__D_TEXT] = { ".text.", 6, fgk_text_nonce, 1 },
+};
+
+int fgk__section_domain(const struct fgk_vmlinux *vm, const struct fgk__section *s)
 {
-	return s->shdr.sh_type == SHT_PROGBITS &&
-	       (s->shdr.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) ==
-	       (SHF_ALLOC | SHF_EXECINSTR) &&
-	       !strncmp(s->name, ".text.", 6) && s->shdr.sh_size > 0;
+	if (s->shdr.sh_type != SHT_PROGBITS ||
+	    (s->shdr.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) !=
+	    (SHF_ALLOC | SHF_EXECINSTR) || s->shdr.sh_size == 0 || !s->name)
+		return -1;
+	for (int d = 0; d < FGK__NDOMAINS; d++)
+		if (vm->layout_version >= domains[d].min_version &&
+		    !strncmp(s->name, domains[d].prefix, domains[d].len))
+			return d;
+	return -1;
+}
+
+bool fgk__section_randomized(const struct fgk_vmlinux *vm, const struct fgk__section *s)
+{
+	return fgk__section_domain(vm, s) >= 0;
+}
+
+bool fgk__layout_in_region(const struct fgk_layout *l, uint64_t x)
+{
+	for (int d = 0; d < FGK__NDOMAINS; d++)
+		if (l->dom[d].n && x >= l->dom[d].start && x < l->dom[d].limit)
+			return true;
+	return false;
+}
+
+const struct fgk__domain *fgk__layout_domain_of(const struct fgk_layout *l, size_t k)
+{
+	for (int d = 0; d < FGK__NDOMAINS; d++)
+		if (k >= l->dom[d].first && k - l->dom[d].first < l->dom[d].n)
+			return &l->dom[d];
+	return &l->dom[FGK__D_TEXT];
 }
 
 bool fgk__section_relocates(const struct fgk_vmlinux *vm, size_t i, size_t *target)
@@ -104,15 +141,30 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	struct fgk_layout *l;
 	struct fgk_error *err = NULL;
 	const struct fgk__symbol *lim;
-	size_t n = 0;
+	size_t n = 0, cnt[FGK__NDOMAINS] = { 0 };
 
 	*ret = NULL;
+	/*
+	 * §3: a layout version this libfgk does not know has domains it would
+	 * leave in place, silently wrong: refuse it.
+	 */
+	if (vm->layout_version < 1 || vm->layout_version > FGK__LAYOUT_VERSION_MAX)
+		return fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+				      "vmlinux uses FG-KASLR layout version %llu; this libfgk knows 1-%d",
+				      (unsigned long long)vm->layout_version,
+				      FGK__LAYOUT_VERSION_MAX);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return &fgk_enomem;
-	for (size_t i = 1; i < vm->shnum; i++)
-		n += fgk__section_randomized(&vm->secs[i]);
-	if (n == 0) {
+	for (size_t i = 1; i < vm->shnum; i++) {
+		int d = fgk__section_domain(vm, &vm->secs[i]);
+
+		if (d >= 0) {
+			cnt[d]++;
+			n++;
+		}
+	}
+	if (cnt[FGK__D_TEXT] == 0) {
 		err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				     "no .text.* sections: not built with CONFIG_FG_KASLR (nothing to shuffle)");
 		goto fail;
@@ -137,6 +189,29 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 		goto fail;
 	}
 	l->limit = lim->value;
+	for (int d = 0, first = 0; d < FGK__NDOMAINS; d++) {
+		struct fgk__domain *D = &l->dom[d];
+
+		D->prefix = domains[d].prefix;
+		D->nonce = domains[d].nonce;
+		D->first = first;
+		D->n = cnt[d];
+		D->start = UINT64_MAX;
+		first += cnt[d];
+	}
+	l->dom[FGK__D_TEXT].limit_sym = l->limit_sym;
+	l->dom[FGK__D_TEXT].limit = l->limit;
+	l->dom[FGK__D_SCHED].limit_sym = "__sched_text_end";
+	if (cnt[FGK__D_SCHED]) {
+		lim = fgk__find_symbol(vm, "__sched_text_end");
+		if (!lim) {
+			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+					     "%zu .sched.text.* sections but no __sched_text_end symbol: vmlinux not laid out for FG-KASLR",
+					     cnt[FGK__D_SCHED]);
+			goto fail;
+		}
+		l->dom[FGK__D_SCHED].limit = lim->value;
+	}
 	l->n = n;
 	l->secs = calloc(n, sizeof(*l->secs));
 	l->order = calloc(n, sizeof(*l->order));
@@ -146,32 +221,68 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 		err = &fgk_enomem;
 		goto fail;
 	}
-	l->start = UINT64_MAX;
-	for (size_t i = 1, k = 0; i < vm->shnum; i++) {
-		const struct fgk__section *s = &vm->secs[i];
-		struct fgk_section *e;
+	{
+		size_t next[FGK__NDOMAINS];
 
-		if (!fgk__section_randomized(s))
-			continue;
-		e = &l->secs[k++];
-		e->index = i;
-		e->name = s->name;
-		e->addr = s->shdr.sh_addr;
-		e->size = s->shdr.sh_size;
-		e->align = s->shdr.sh_addralign ? s->shdr.sh_addralign : 1;
-		if (e->addr < l->start)
-			l->start = e->addr;
+		for (int d = 0; d < FGK__NDOMAINS; d++)
+			next[d] = l->dom[d].first;
+		for (size_t i = 1; i < vm->shnum; i++) {
+			const struct fgk__section *s = &vm->secs[i];
+			int d = fgk__section_domain(vm, s);
+			struct fgk_section *e;
+
+			if (d < 0)
+				continue;
+			e = &l->secs[next[d]++];
+			e->index = i;
+			e->name = s->name;
+			e->addr = s->shdr.sh_addr;
+			e->size = s->shdr.sh_size;
+			e->align = s->shdr.sh_addralign ? s->shdr.sh_addralign : 1;
+			if (e->addr < l->dom[d].start)
+				l->dom[d].start = e->addr;
+		}
 	}
-	/* §3: the region must hold the randomized sections and nothing else. */
+	l->start = l->dom[FGK__D_TEXT].start;
+	/* §3: each region must hold its domain's sections and nothing else. */
 	for (size_t k = 0; k < n; k++) {
 		const struct fgk_section *e = &l->secs[k];
+		const struct fgk__domain *D = fgk__layout_domain_of(l, k);
 
-		if (e->addr + e->size < e->addr || e->addr + e->size > l->limit) {
+		if (e->addr + e->size < e->addr || e->addr + e->size > D->limit) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 					     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) extends beyond %s 0x%llx",
 					     e->name, (unsigned long long)e->addr,
 					     (unsigned long long)(e->addr + e->size),
-					     l->limit_sym, (unsigned long long)l->limit);
+					     D->limit_sym, (unsigned long long)D->limit);
+			goto fail;
+		}
+	}
+	/*
+	 * §3: the domains' regions are disjoint, with at least one byte that
+	 * is in neither between them (no fixed symbol, such as
+	 * __sched_text_end, shares the address where a domain starts).
+	 */
+	if (cnt[FGK__D_SCHED]) {
+		const struct fgk__domain *a = &l->dom[FGK__D_SCHED], *b = &l->dom[FGK__D_TEXT];
+
+		if (!(a->limit < b->start || b->limit < a->start)) {
+			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+					     "vmlinux not laid out for FG-KASLR: the .sched.text.* region [0x%llx, 0x%llx) %s the .text.* region [0x%llx, 0x%llx)",
+					     (unsigned long long)a->start,
+					     (unsigned long long)a->limit,
+					     a->limit == b->start || b->limit == a->start ?
+					     "has no gap before" : "overlaps",
+					     (unsigned long long)b->start,
+					     (unsigned long long)b->limit);
+			goto fail;
+		}
+		lim = fgk__find_symbol(vm, "__sched_text_start");
+		if (lim && lim->value >= a->start) {
+			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+					     "vmlinux not laid out for FG-KASLR: no gap between __sched_text_start 0x%llx and the first .sched.text.* section at 0x%llx",
+					     (unsigned long long)lim->value,
+					     (unsigned long long)a->start);
 			goto fail;
 		}
 	}
@@ -179,7 +290,7 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 		const struct fgk__section *s = &vm->secs[i];
 		uint64_t a = s->shdr.sh_addr, z = a + s->shdr.sh_size;
 
-		if (fgk__section_randomized(s) || !(s->shdr.sh_flags & SHF_ALLOC) ||
+		if (fgk__section_randomized(vm, s) || !(s->shdr.sh_flags & SHF_ALLOC) ||
 		    !s->shdr.sh_size)
 			continue;
 		if (z < a) {	/* wraps past the top of the address space */
@@ -189,14 +300,19 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 					     (unsigned long long)s->shdr.sh_size);
 			goto fail;
 		}
-		if (a < l->limit && z > l->start) {
-			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)",
-					     s->name, (unsigned long long)a,
-					     (unsigned long long)z,
-					     (unsigned long long)l->start,
-					     (unsigned long long)l->limit);
-			goto fail;
+		for (int d = FGK__NDOMAINS - 1; d >= 0; d--) {
+			const struct fgk__domain *D = &l->dom[d];
+
+			if (D->n && a < D->limit && z > D->start) {
+				err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+						     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)%s",
+						     s->name, (unsigned long long)a,
+						     (unsigned long long)z,
+						     (unsigned long long)D->start,
+						     (unsigned long long)D->limit,
+						     d == FGK__D_SCHED ? " of .sched.text.*" : "");
+				goto fail;
+			}
 		}
 	}
 	for (size_t k = 0; k < n; k++)
@@ -230,11 +346,21 @@ struct fgk_error *fgk_layout_compute(struct fgk_vmlinux *vm,
 	if (err)
 		return err;
 	l->seed = *seed;
-	err = fgk_permutation(seed, fgk_text_nonce, l->n, l->order);
-	if (err)
-		goto fail;
-	err = fgk__place(l->secs, l->n, l->order, l->start, l->limit, l->limit_sym,
-			 &l->end);
+	/* §4-§7 per domain, each with its own nonce, in its own region */
+	for (int d = 0; d < FGK__NDOMAINS && !err; d++) {
+		struct fgk__domain *D = &l->dom[d];
+
+		if (!D->n)
+			continue;
+		err = fgk_permutation(seed, D->nonce, D->n, l->order + D->first);
+		if (err)
+			goto fail;
+		err = fgk__place(l->secs + D->first, D->n, l->order + D->first,
+				 D->start, D->limit, D->limit_sym, &D->end);
+		for (size_t k = 0; k < D->n; k++)
+			l->order[D->first + k] += (uint32_t)D->first;
+	}
+	l->end = l->dom[FGK__D_TEXT].end;
 	if (err) {
 		char hex[FGK_SEED_HEX_LEN + 1];
 		struct fgk_error *e2;
@@ -278,7 +404,7 @@ const struct fgk_section *fgk_layout_section_at(const struct fgk_layout *l,
 	long k;
 	const struct fgk_section *e;
 
-	if (x < l->start || x >= l->limit)
+	if (!fgk__layout_in_region(l, x))
 		return NULL;
 	k = floor_search(l->secs, l->by_addr, l->n, x, false);
 	if (k < 0)
@@ -299,7 +425,7 @@ bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t y, uint64_t *link)
 	long k;
 	const struct fgk_section *e;
 
-	if (y < l->start || y >= l->limit) {
+	if (!fgk__layout_in_region(l, y)) {
 		*link = y;
 		return true;
 	}
@@ -343,4 +469,32 @@ const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
 const uint32_t *fgk_layout_order(const struct fgk_layout *l)
 {
 	return l->order;
+}
+
+size_t fgk_layout_ndomains(const struct fgk_layout *l)
+{
+	(void)l;
+	return FGK__NDOMAINS;
+}
+
+const char *fgk_layout_domain(const struct fgk_layout *l, size_t i,
+			      uint64_t *start, uint64_t *limit, uint64_t *end,
+			      size_t *first, size_t *n)
+{
+	const struct fgk__domain *D;
+
+	if (i >= FGK__NDOMAINS)
+		return NULL;
+	D = &l->dom[i];
+	if (start)
+		*start = D->n ? D->start : 0;
+	if (limit)
+		*limit = D->n ? D->limit : 0;
+	if (end)
+		*end = D->n ? D->end : 0;
+	if (first)
+		*first = D->first;
+	if (n)
+		*n = D->n;
+	return D->prefix;
 }

@@ -7,8 +7,28 @@
 
 #include "vmlinux.h"
 
+/*
+ * Spec §3 (version 2): one shuffle domain.  Its sections are
+ * secs[first .. first + n) of the layout, index order; order[first ..
+ * first + n) is its §6 permutation as indices into secs (global).
+ */
+struct fgk__domain {
+	const char *prefix;	/* ".sched.text." or ".text." */
+	const char *limit_sym;	/* the symbol limit is the value of */
+	const uint8_t *nonce;	/* FGK_NONCE_SIZE bytes */
+	uint64_t start, limit, end;
+	size_t first, n;
+};
+
+#define FGK__NDOMAINS 2
+#define FGK__D_SCHED 0	/* D0: .sched.text.*, layout version 2 */
+#define FGK__D_TEXT 1	/* D1: .text.* */
+#define FGK__LAYOUT_VERSION_MAX 2
+
 struct fgk_layout {
 	struct fgk_seed seed;
+	struct fgk__domain dom[FGK__NDOMAINS];
+	/* start, limit, limit_sym and end: D1's (the .text.* domain), as before */
 	uint64_t start;		/* min link address of the randomized sections */
 	uint64_t limit;		/* link address of limit_sym */
 	/*
@@ -18,9 +38,9 @@ struct fgk_layout {
 	 */
 	const char *limit_sym;
 	uint64_t end;		/* final p of §7 (<= limit) */
-	size_t n;
-	struct fgk_section *secs;	/* input list, section index order */
-	uint32_t *order;		/* §6 permutation */
+	size_t n;			/* all domains' sections */
+	struct fgk_section *secs;	/* input lists, domain by domain, index order in each */
+	uint32_t *order;		/* §6 permutations, domain by domain */
 	/* private lookup tables */
 	uint32_t *by_addr;	/* indices sorted by link address */
 	uint32_t *by_new;	/* indices sorted by new address */
@@ -36,8 +56,18 @@ struct fgk_layout {
 struct fgk_error *fgk__place(struct fgk_section *secs, size_t n,
 			     const uint32_t *order, uint64_t start,
 			     uint64_t limit, const char *limit_name, uint64_t *end);
-/* §3: is s a randomized section? (lib/layout.c) */
-bool fgk__section_randomized(const struct fgk__section *s);
+/*
+ * §3: the domain (FGK__D_*) of section s of vm, or -1 if s is not
+ * randomized.  .sched.text.* only in a vmlinux of layout version >= 2.
+ * Modules have a rule of their own (lib/module.c).
+ */
+int fgk__section_domain(const struct fgk_vmlinux *vm, const struct fgk__section *s);
+/* §3: is s a randomized section of vm? (lib/layout.c) */
+bool fgk__section_randomized(const struct fgk_vmlinux *vm, const struct fgk__section *s);
+/* Is the link (or new) address x inside one domain's [start, limit)? */
+bool fgk__layout_in_region(const struct fgk_layout *l, uint64_t x);
+/* The domain section k (index into l->secs) belongs to. */
+const struct fgk__domain *fgk__layout_domain_of(const struct fgk_layout *l, size_t k);
 /*
  * Is section i a relocation section (SHT_RELA/SHT_REL), and of which
  * section?  vmlinux.fgk drops those of the randomized sections: relink

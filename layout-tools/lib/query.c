@@ -103,7 +103,7 @@ struct fgk_error *fgk_vmlinux_kind(struct fgk_vmlinux *vm,
 			*ret = FGK_VMLINUX_RELINKED;
 			return NULL;
 		}
-		if (!fgk__section_randomized(s))
+		if (!fgk__section_randomized(vm, s))
 			continue;
 		/*
 		 * The linker leaves the .text.* sections in increasing

@@ -847,6 +847,16 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	err = fgk__require_symtab(vm, "relinking");
 	if (err)
 		return err;
+	/*
+	 * vmlinux.fgk folds the randomized sections into one section over one
+	 * region; a second domain (spec §3, layout version 2) needs a folded
+	 * section of its own, not written yet.  Refuse rather than leave the
+	 * .sched.text.* code at its link addresses.
+	 */
+	if (l->dom[FGK__D_SCHED].n)
+		return fgk__error_new(FGK_ERR_INVALID, vm->path,
+				      "relink of a vmlinux with a .sched.text.* shuffle domain (%zu sections, layout version 2) is not supported by this libfgk yet",
+				      l->dom[FGK__D_SCHED].n);
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 

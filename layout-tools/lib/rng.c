@@ -19,6 +19,10 @@ const uint8_t fgk_text_nonce[FGK_NONCE_SIZE] = {
 	'f', 'g', 'k', 'a', 's', 'l', 'r', '-', 't', 'e', 'x', 't',
 };
 
+const uint8_t fgk_sched_nonce[FGK_NONCE_SIZE] = {
+	'f', 'g', 'k', 'a', 's', 'l', 'r', '-', 's', 'c', 'h', 'd',
+};
+
 /* Keystream is produced this many bytes at a time (64 blocks). */
 #define RNG_CHUNK 4096
 

@@ -363,7 +363,7 @@ static bool runtime_to_link(struct fgk_symbolizer *s, uint64_t rt, uint64_t *lin
 
 	if (!s->have_offset)
 		return false;
-	if (s->l && n >= s->l->start && n < s->l->limit) {
+	if (s->l && fgk__layout_in_region(s->l, n)) {
 		if (!fgk_layout_unmap(s->l, n, link))
 			return false;	/* int3 padding */
 		return true;
@@ -372,7 +372,7 @@ static bool runtime_to_link(struct fgk_symbolizer *s, uint64_t rt, uint64_t *lin
 	sec = text_section(s->vm, n);
 	if (!sec)
 		return false;
-	return s->l || strncmp(s->vm->secs[sec].name, ".text.", 6) != 0;
+	return s->l || !fgk__section_randomized(s->vm, &s->vm->secs[sec]);
 }
 
 /* Growable output string. */
@@ -1050,7 +1050,7 @@ static struct fgk_error *cross_check(struct fgk_symbolizer *s, const char *p,
 		uint64_t n = rt - s->offset;
 
 		/* in the randomized region, but between two functions */
-		if (s->have_offset && s->l && n >= s->l->start && n < s->l->limit)
+		if (s->have_offset && s->l && fgk__layout_in_region(s->l, n))
 			return fgk__error_new(FGK_ERR_BUILD_ID, fgk_vmlinux_path(s->vm),
 					      "the trace names %.16s %.*s, but with this vmlinux, %s and base offset 0x%" PRIx64 " (from %s) it is in the int3 padding between two shuffled functions: they are not the ones the kernel ran with",
 					      p, (int)m, q, "seed", s->offset, s->offset_source);

@@ -214,6 +214,9 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 					      "corrupt ELF: symbol %zu refers to section %zu of %zu",
 					      i, s->shndx, vm->shnum);
 		s->nmtype = nm_type(vm, s);
+		if (s->shndx == VM_SHN_ABS && s->name &&
+		    !strcmp(s->name, "__fgkaslr_layout_version"))
+			vm->layout_version = s->value;
 		vm->nsyms++;
 	}
 	return NULL;
@@ -286,6 +289,7 @@ struct fgk_error *fgk_vmlinux_open(const char *path, struct fgk_vmlinux **ret)
 	if (!vm)
 		return &fgk_enomem;
 	vm->fd = -1;
+	vm->layout_version = 1;	/* until load_symbols() finds the symbol */
 	vm->path = strdup(path);
 	if (!vm->path) {
 		err = &fgk_enomem;

@@ -40,6 +40,11 @@ struct fgk_vmlinux {
 	size_t nby_addr;
 	char *build_id;
 	char *release;
+	/*
+	 * Spec §3: the absolute symbol __fgkaslr_layout_version, 1 when
+	 * vmlinux does not define it (set by fgk_vmlinux_open()).
+	 */
+	uint64_t layout_version;
 };
 
 /* Pointer to len bytes of section shndx at link address addr, or NULL. */

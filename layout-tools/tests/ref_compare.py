@@ -64,26 +64,29 @@ def mksysmap_keep(line):
                          line)
 
 
-def region_end(path):
-    """Spec §3's limit: __fgkaslr_text_end (the entry text after the region:
-    kernel series patch 22 on 6.1, 23 on 6.12), else _etext, by nm."""
-    syms = {n: a for a, t, n in nm_symbols(path) if a is not None}
-    return syms["__fgkaslr_text_end"] if "__fgkaslr_text_end" in syms else syms["_etext"]
+def nm_values(path):
+    """{name: value} of the defined symbols, by nm (the limits and the
+    layout version of spec §3)."""
+    return {n: a for a, t, n in nm_symbols(path) if a is not None}
 
 
 def ref_layout(path, seed):
-    """Expected layout by docs/layout_ref.py; None if it does not fit."""
-    secs = [s for s in sections(path)
-            if s[2] == SHT_PROGBITS
-            and s[3] & (SHF_ALLOC | SHF_EXECINSTR) == SHF_ALLOC | SHF_EXECINSTR
-            and s[1].startswith(".text.") and s[5] > 0]
-    start = min(s[4] for s in secs)
-    order = layout_ref.permutation(seed, len(secs))
-    new = layout_ref.place([(s[5], max(s[6], 1)) for s in secs], order, start,
-                           region_end(path))
-    if new is None:
-        return None
-    return [(s[0], s[1], s[4], n, s[5], max(s[6], 1)) for s, n in zip(secs, new)]
+    """Expected layout by docs/layout_ref.py (spec §3 domains: .sched.text.*
+    then .text.*, each in index order); None if it does not fit."""
+    secs = sections(path)
+    syms = nm_values(path)
+    try:
+        new = layout_ref.layout([(s[1], 1 if s[2] == SHT_PROGBITS else 0, s[3], s[4],
+                                  s[5], max(s[6], 1)) for s in secs], syms, seed)
+    except ValueError as e:
+        if "does not fit" in str(e):
+            return None
+        raise
+    version = syms.get("__fgkaslr_layout_version", 1)
+    dom = {i: layout_ref.domain_of(secs[i][1], 1, secs[i][3], secs[i][5], version)
+           for i in new}
+    return [(i, secs[i][1], secs[i][4], new[i], secs[i][5], max(secs[i][6], 1))
+            for i in sorted(new, key=lambda i: (dom[i], i))]
 
 
 def mapper(layout):

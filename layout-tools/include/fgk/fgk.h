@@ -80,6 +80,8 @@ struct fgk_error *fgk_seed_random(struct fgk_seed *seed);
 
 #define FGK_NONCE_SIZE 12
 extern const uint8_t fgk_text_nonce[FGK_NONCE_SIZE]; /* "fgkaslr-text" */
+/* Spec §3 (layout version 2): the .sched.text.* domain's nonce. */
+extern const uint8_t fgk_sched_nonce[FGK_NONCE_SIZE]; /* "fgkaslr-schd" */
 
 struct fgk_rng;
 
@@ -334,8 +336,27 @@ uint64_t fgk_layout_end(const struct fgk_layout *l);
 /* The randomized sections, section index order, new_addr set: *n of them. */
 const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
 					      size_t *n);
-/* The §6 permutation (order[0] placed first), as many as the sections. */
+/*
+ * The §6 permutations (order[0] placed first), as many as the sections:
+ * domain by domain (see fgk_layout_domain()), each a permutation of its
+ * domain's indices into fgk_layout_sections().
+ */
 const uint32_t *fgk_layout_order(const struct fgk_layout *l);
+/*
+ * Spec §3 (version 2): the number of shuffle domains (2: .sched.text.*
+ * then .text.*; a vmlinux of layout version 1 has an empty first one).
+ */
+size_t fgk_layout_ndomains(const struct fgk_layout *l);
+/*
+ * Domain i: its section name prefix (NULL if i is out of range), and,
+ * where the pointers are not NULL, its region [start, limit), the final p
+ * of its §7 placement, and its sections: fgk_layout_sections()[first ..
+ * first + n).  start, limit and end are 0 for an empty domain.
+ * fgk_layout_start(), _limit() and _end() are those of the .text.* domain.
+ */
+const char *fgk_layout_domain(const struct fgk_layout *l, size_t i,
+			      uint64_t *start, uint64_t *limit, uint64_t *end,
+			      size_t *first, size_t *n);
 
 /* ---- symbols -------------------------------------------------------------- */
 
@@ -1044,6 +1065,13 @@ struct fgk_audit {
 	uint64_t gadgets[FGK_AUDIT_CLASSES][FGK_GADGET_KINDS];
 	uint64_t unique[FGK_AUDIT_CLASSES];	/* distinct instruction texts */
 	uint64_t gadgets_outside;	/* not in any text region */
+	/*
+	 * Per shuffle domain (spec §3, fgk_layout_domain() order:
+	 * .sched.text.*, .text.*): sections and log2(n!); log2_orderings is
+	 * their sum.
+	 */
+	size_t domain_sections[2];
+	double domain_log2_orderings[2];
 };
 /* Regions, functions, entropy of vm; seed may be NULL. */
 struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
