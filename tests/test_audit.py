@@ -25,6 +25,9 @@ BOUNDS = ["__entry_text_start", "__entry_text_end", "__irqentry_text_start",
           "__indirect_thunk_start", "__indirect_thunk_end", "_stext"]
 
 
+SCHED_DOMAIN = "shuffled .sched.text.* (per object, inside its bounds)"
+
+
 @pytest.fixture(scope="module")
 def audit(vmlinux):
     return json.loads(fgk("audit", vmlinux, "--json", status=0).stdout)
@@ -96,13 +99,19 @@ def test_regions_bounds_and_functions_match_the_symbol_table(audit, nm, funcs, s
         e = s.replace("_start", "_end")
         if s in nm and e in nm:
             assert any(r["start_symbol"] == s and r["end_symbol"] == e for r in rs), s
-    # the shuffled region and the other executable sections: readelf -SW
+    # the shuffled region and the other executable sections: readelf -SW;
+    # spec §3 version 2 adds the .sched.text.* domain
     rand = [s for s in sections if s[0].startswith(".text.") and s[1] == "PROGBITS"
             and "A" in s[5] and "X" in s[5] and s[4]]
-    assert audit["entropy"]["sections"] == len(rand) > 1000
-    n = len(rand)
-    assert audit["entropy"]["log2_orderings"] == pytest.approx(
-        math.lgamma(n + 1) / math.log(2), abs=0.06)
+    sched = [s for s in sections if s[0].startswith(".sched.text.") and s[1] == "PROGBITS"
+             and "A" in s[5] and "X" in s[5] and s[4]]
+    if nm.get("__fgkaslr_layout_version", 1) < 2:
+        sched = []
+    assert audit["entropy"]["sections"] == len(rand) + len(sched)
+    assert len(rand) > 1000
+    bits = sum(math.lgamma(len(d) + 1) / math.log(2) for d in (rand, sched))
+    assert audit["entropy"]["log2_orderings"] == pytest.approx(bits, abs=0.06)
+    assert [d["sections"] for d in audit["entropy"]["domains"]] == [len(sched), len(rand)]
     assert named["shuffled .text.*"]["start"] == min(s[2] for s in rand)
     assert named["shuffled .text.*"]["end"] == max(s[2] + s[4] for s in rand)
     assert named[".init.text"]["init"] and named[".init.text"]["start"] == nm["_sinittext"]
@@ -116,7 +125,8 @@ def test_regions_bounds_and_functions_match_the_symbol_table(audit, nm, funcs, s
             want[r["name"]][1] += size
     for r in rs:
         assert [r["functions"], r["function_bytes"]] == want[r["name"]], r["name"]
-        assert r["moves"] == (r["name"] == "shuffled .text.*")
+        assert r["moves"] == (r["name"] in ("shuffled .text.*", SCHED_DOMAIN)), r["name"]
+        assert r["name"] != SCHED_DOMAIN or bool(sched)
         assert (r["why"] is None) == r["moves"]
         if r["asm_functions"] is not None:
             assert r["asm_functions"] <= r["functions"]
@@ -174,7 +184,7 @@ def test_gadget_census_matches_ropgadget_on_one_region(vmlinux, census, sections
         assert g[c]["total"] == sum(r["gadgets"]["total"] for r in rs if r["class"] == c)
     # .sched.text straight from the file, ROPgadget run on it alone (with
     # 256 bytes after it, so that gadgets starting at its end are whole)
-    sched = next(r for r in rs if r["name"] == ".sched.text")
+    sched = next(r for r in rs if r["start_symbol"] == "__sched_text_start")
     text = next(s for s in sections if s[0] == ".text")
     off = text[3] + sched["start"] - text[2]
     raw = tmp_path / "sched.bin"
@@ -238,3 +248,66 @@ def test_bad_vmlinux_is_one_line(tmp_path):
     assert r.stderr.startswith("fgk audit: ") and r.stderr.count("\n") == 1
     r = fgk("audit", junk, "--seed", "xyz", status=1)
     assert r.stderr.count("\n") == 1
+
+
+def independent_sched_share(path):
+    """From the ELF symbol table alone (readelf -sW, nm): the sized
+    function symbols inside [__sched_text_start, __sched_text_end) (aliases
+    once, the largest size), and every resident sized function."""
+    syms = {}
+    for line in output("nm", path).splitlines():
+        p = line.split()
+        if len(p) == 3:
+            syms.setdefault(p[2], int(p[0], 16))
+    lo, hi = syms["__sched_text_start"], syms["__sched_text_end"]
+    f = {}
+    for line in output("readelf", "-sW", path).splitlines():
+        p = line.split()
+        if len(p) >= 8 and p[3] == "FUNC" and p[6] != "UND" and int(p[2], 0):
+            a = int(p[1], 16)
+            f[a] = max(f.get(a, 0), int(p[2], 0))
+    inside = {a: n for a, n in f.items() if lo <= a < hi}
+    return len(inside), sum(inside.values()), syms
+
+
+def check_sched_domain(path):
+    n, nbytes, syms = independent_sched_share(path)
+    a = json.loads(fgk("audit", path, "--json", status=0).stdout)
+    named = {r["name"]: r for r in a["regions"]}
+    r = named[SCHED_DOMAIN]
+    print(f"{path}: .sched.text.* domain: {n} functions, {nbytes} bytes by the symbol "
+          f"table; fgk audit {r['functions']}, {r['function_bytes']}; moving "
+          f"{a['totals']['resident_moving_percent']} %")
+    assert (r["functions"], r["function_bytes"]) == (n, nbytes) and n > 0
+    assert r["class"] == "moving" and r["moves"] and ".sched.text" not in named
+    assert (int(r["start"], 16), int(r["end"], 16)) == (syms["__sched_text_start"],
+                                                        syms["__sched_text_end"])
+    t = a["totals"]
+    assert t["moving"]["function_bytes"] == nbytes + named["shuffled .text.*"]["function_bytes"]
+    resident = t["moving"]["function_bytes"] + t["fixed"]["function_bytes"]
+    assert t["resident_moving_percent"] == pytest.approx(
+        100 * t["moving"]["function_bytes"] / resident, abs=0.006)
+    return a
+
+
+def test_sched_domain_fixture(elf_fixtures):
+    """sched.elf (layout version 2): the .sched.text bounds move; sched-v1.elf
+    (the same sections, no version symbol) keeps them fixed."""
+    a = check_sched_domain(elf_fixtures / "sched.elf")
+    assert a["totals"]["moving"]["functions"] >= 4
+    assert [d["sections"] for d in a["entropy"]["domains"]][0] == 3
+    v1 = json.loads(fgk("audit", elf_fixtures / "sched-v1.elf", "--json", status=0).stdout)
+    named = {r["name"]: r for r in v1["regions"]}
+    assert SCHED_DOMAIN not in named and named[".sched.text"]["class"] == "fixed"
+    assert v1["entropy"]["domains"][0]["sections"] == 0
+
+
+@pytest.mark.k612
+def test_sched_domain_moving_share(vmlinux, sections):
+    """Issue 32: with the .sched.text.* domain, the audit's moving share is
+    what the symbol table says (computed here, not taken from fgk)."""
+    if not any(s[0].startswith(".sched.text.") for s in sections):
+        reason = f"{vmlinux} has no .sched.text.* sections (no second shuffle domain)"
+        print(reason)
+        pytest.skip(reason)
+    check_sched_domain(vmlinux)

@@ -834,3 +834,53 @@ def test_matrix_hostile_text(fix, tmp_path, env):
         f = work / name
         one_line_error(fgk("seed", "capture", "--text", f, "-o", work / "out"), f)
         no_output(work, "out")
+
+
+# ------------------------------------------- spec §3 version 2: two domains
+
+SCHED_BAD = {
+    "sched-v3.elf": ("vmlinux uses FG-KASLR layout version 3; this libfgk knows 1-2",),
+    "sched-overlap.elf": ("not laid out for FG-KASLR", "the .sched.text.* region",
+                          "overlaps the .text.* region"),
+    "sched-nogap.elf": ("not laid out for FG-KASLR", "no gap between __sched_text_start"),
+    "sched-d1gap.elf": ("not laid out for FG-KASLR", "the .sched.text.* region",
+                        "has no gap before the .text.* region"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SCHED_BAD))
+def test_sched_domain_refused(fix, tmp_path, env, name):
+    """A vmlinux (linked by layout-tools/tests/fixtures/build.sh from
+    sched.lds.in) whose .sched.text.* domain overlaps the .text.* one, or
+    lacks the byte before it or before its first section, or that has a
+    layout version this libfgk does not know: one line naming the file, for
+    every command that lays it out."""
+    v = fix / name
+    out = tmp_path / "out"
+    for cmd in (["layout", v, "--seed", SEED],
+                ["map", v, "--seed", SEED, "-o", out],
+                ["addr", v, "--seed", SEED, "fixture_schedule"],
+                ["relink", v, "--seed", SEED, "--no-cache", "-o", out]):
+        r = fgk(*cmd, env=env)
+        one_line_error(r, v, *SCHED_BAD[name])
+        no_output(tmp_path, "out")
+
+
+def test_sched_domain_versions(fix):
+    """sched.elf (version 2) shuffles its three .sched.text.* sections inside
+    [__sched_text_start, __sched_text_end) with the nonce fgkaslr-schd;
+    sched-v1.elf, the same link without __fgkaslr_layout_version, leaves them
+    at their link addresses and lays out .text.* exactly as sched.elf does."""
+    def layout(name, seed):
+        r = fgk("layout", fix / name, "--seed", seed, "--json")
+        assert r.returncode == 0, r.err
+        import json
+        return json.loads(r.stdout)["sections"]
+    moved = 0
+    for seed in (SEED, SEED2, "00" * 32, "ff" * 32):
+        v2, v1 = layout("sched.elf", seed), layout("sched-v1.elf", seed)
+        d0 = [s for s in v2 if s["name"].startswith(".sched.text.")]
+        assert len(d0) == 3 and not any(s["name"].startswith(".sched.text.") for s in v1)
+        assert [s for s in v2 if s["name"].startswith(".text.")] == v1
+        moved += sum(s["new"] != s["link"] for s in d0)
+    assert moved > 0

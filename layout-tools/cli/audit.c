@@ -241,7 +241,12 @@ static void print_text(struct fgk_vmlinux *vm, const struct fgk_audit *a)
 		       a->domain_sections[0], a->domain_sections[0],
 		       a->domain_log2_orderings[0], a->domain_sections[1],
 		       a->domain_sections[1], a->domain_log2_orderings[1]);
-	if (a->sections)
+	if (a->domain_sections[0])
+		printf("entropy: %zu shuffled sections in two domains: log2(%zu!) + log2(%zu!) = %.1f bits of orderings (%.1f bits: the 256-bit seed bounds it)\n",
+		       a->sections, a->domain_sections[0], a->domain_sections[1],
+		       a->log2_orderings,
+		       a->log2_orderings < 256 ? a->log2_orderings : 256.0);
+	else if (a->sections)
 		printf("entropy: %zu shuffled sections: a function takes any of %zu positions in the order; log2(%zu!) = %.1f bits of orderings (%.1f bits: the 256-bit seed bounds it)\n",
 		       a->sections, a->sections, a->sections, a->log2_orderings,
 		       a->log2_orderings < 256 ? a->log2_orderings : 256.0);

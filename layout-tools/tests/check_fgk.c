@@ -710,6 +710,117 @@ START_TEST(test_fixture_errors)
 	/* the region ends at __fgkaslr_text_end when the vmlinux has it */
 	expect_error("entry-short.elf", S0102, FGK_ERR_NOT_FGKASLR,
 		     "extends beyond __fgkaslr_text_end 0x");
+	/* spec §3 version 2: the .sched.text.* domain's rules */
+	expect_error("sched-v3.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "vmlinux uses FG-KASLR layout version 3; this libfgk knows 1-2");
+	expect_error("sched-overlap.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "overlaps the .text.* region");
+	expect_error("sched-nogap.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "no gap between __sched_text_start");
+	expect_error("sched-d1gap.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "has no gap before the .text.* region");
+}
+END_TEST
+
+/* spec §10: the nonce fgkaslr-schd's keystream and perm(12) */
+static const struct {
+	const char *seed;
+	uint32_t u32[8];
+	uint32_t perm12[12];
+} sched_vectors[3] = {
+	{ "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+	  { 0x6fd6ea05, 0x676d5be5, 0x979af568, 0xe4b34db8, 0x99bab7f0, 0x05fcaad7,
+	    0x1d7a0485, 0x9c8fd4ec },
+	  { 5, 10, 6, 1, 8, 3, 11, 0, 2, 4, 7, 9 } },
+	{ "0000000000000000000000000000000000000000000000000000000000000000",
+	  { 0x8e081b67, 0x9992eed1, 0xd0c35f0c, 0x5c487814, 0x7ce5e516, 0x17459689,
+	    0x3580e03b, 0xadb44db5 },
+	  { 4, 8, 3, 9, 1, 5, 2, 6, 11, 0, 10, 7 } },
+	{ "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+	  { 0xe88afe2f, 0x511e8f0a, 0x4d0d5314, 0x79c59717, 0x76c65424, 0x9137632b,
+	    0x66e243be, 0xad59d2af },
+	  { 7, 5, 9, 6, 2, 0, 1, 4, 10, 8, 3, 11 } },
+};
+
+START_TEST(test_spec_sched_nonce)
+{
+	struct fgk_seed s = seed_of(sched_vectors[_i].seed);
+	struct fgk_rng *rng;
+	uint32_t order[12];
+
+	ck_assert_mem_eq(fgk_sched_nonce, "fgkaslr-schd", FGK_NONCE_SIZE);
+	OK(fgk_rng_new(&s, fgk_sched_nonce, &rng));
+	for (int k = 0; k < 8; k++) {
+		uint32_t x;
+
+		OK(fgk_rng_u32(rng, &x));
+		ck_assert_uint_eq(x, sched_vectors[_i].u32[k]);
+	}
+	fgk_rng_free(rng);
+	OK(fgk_permutation(&s, fgk_sched_nonce, 12, order));
+	for (int k = 0; k < 12; k++)
+		ck_assert_uint_eq(order[k], sched_vectors[_i].perm12[k]);
+}
+END_TEST
+
+/*
+ * sched.elf: two domains through the API.  Each domain's sections stay in
+ * its own region; D0 is the §6 permutation of its three sections with
+ * fgkaslr-schd; fgk_layout_start/limit/end are D1's.
+ */
+START_TEST(test_fixture_sched_domains)
+{
+	struct fgk_vmlinux *vm;
+	struct fgk_layout *l;
+	struct fgk_seed s = seed_of(S0102);
+	const struct fgk_section *secs;
+	const uint32_t *order;
+	uint32_t perm[3];
+	uint64_t st, lim, end;
+	size_t first, n, total;
+
+	OK(open_fixture("sched.elf", &vm));
+	OK(fgk_layout_compute(vm, &s, &l));
+	secs = fgk_layout_sections(l, &total);
+	order = fgk_layout_order(l);
+	ck_assert_uint_eq(fgk_layout_ndomains(l), 2);
+	ck_assert_ptr_null(fgk_layout_domain(l, 2, NULL, NULL, NULL, NULL, NULL));
+	ck_assert_str_eq(fgk_layout_domain(l, 0, &st, &lim, &end, &first, &n),
+			 ".sched.text.");
+	ck_assert_uint_eq(first, 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_le(end, lim);
+	OK(fgk_permutation(&s, fgk_sched_nonce, 3, perm));
+	for (size_t k = 0; k < n; k++) {
+		const struct fgk_section *e = &secs[k];
+
+		ck_assert(strncmp(e->name, ".sched.text.", 12) == 0);
+		ck_assert_uint_eq(order[k], perm[k]);
+		ck_assert_uint_ge(e->new_addr, st);
+		ck_assert_uint_le(e->new_addr + e->size, lim);
+		ck_assert_uint_eq(fgk_layout_map(l, e->addr), e->new_addr);
+	}
+	ck_assert_str_eq(fgk_layout_domain(l, 1, &st, &lim, &end, &first, &n), ".text.");
+	ck_assert_uint_eq(first, 3);
+	ck_assert_uint_eq(first + n, total);
+	ck_assert_uint_eq(st, fgk_layout_start(l));
+	ck_assert_uint_eq(lim, fgk_layout_limit(l));
+	ck_assert_uint_eq(end, fgk_layout_end(l));
+	for (size_t k = first; k < total; k++) {
+		ck_assert(strncmp(secs[k].name, ".text.", 6) == 0);
+		ck_assert_uint_ge(order[k], first);
+		ck_assert_uint_ge(secs[k].new_addr, st);
+	}
+	fgk_layout_free(l);
+	fgk_vmlinux_close(vm);
+	/* the same link without the version symbol: version 1, D0 empty */
+	OK(open_fixture("sched-v1.elf", &vm));
+	OK(fgk_layout_compute(vm, &s, &l));
+	ck_assert_str_eq(fgk_layout_domain(l, 0, &st, NULL, NULL, NULL, &n), ".sched.text.");
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(st, 0);
+	fgk_layout_free(l);
+	fgk_vmlinux_close(vm);
 }
 END_TEST
 
@@ -1257,6 +1368,7 @@ static Suite *fgk_suite(void)
 	tcase_add_test(tc, test_below_rejection);
 	tcase_add_test(tc, test_permutation_is_permutation);
 	tcase_add_test(tc, test_module_nonce);
+	tcase_add_loop_test(tc, test_spec_sched_nonce, 0, 3);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("placement");
@@ -1280,6 +1392,7 @@ static Suite *fgk_suite(void)
 	tcase_add_test(tc, test_fixture_kallsyms);
 	tcase_add_test(tc, test_fixture_xindex);
 	tcase_add_test(tc, test_fixture_errors);
+	tcase_add_test(tc, test_fixture_sched_domains);
 	tcase_add_test(tc, test_fixture_nofit);
 	tcase_add_test(tc, test_record_check);
 	tcase_add_test(tc, test_vmlinux_find);
