@@ -587,3 +587,52 @@ def test_system_map_filter_is_the_kernels(fixtures):
     _, hi = oracle.region_end({l.split()[2]: int(l.split()[0], 16) for l in want})
     fixed = lambda ls: {l for l in ls if not lo <= int(l.split()[0], 16) < hi}  # noqa: E731
     assert fixed(got) == fixed(want)
+
+
+SCHED_SCRIPT = r"""
+echo "seed=$(cat /proc/fgkaslr_seed 2>&1)"
+echo kallsyms-begin
+cat /proc/kallsyms
+echo kallsyms-end
+"""
+
+
+@pytest.mark.k612
+def test_map_equals_kallsyms_with_sched_domain():
+    """Spec §3 version 2 on a booted kernel: `fgk map` equals the guest's
+    /proc/kallsyms line for line (nokaslr replay, a fixed seed), including
+    every symbol System.map puts in [__sched_text_start, __sched_text_end):
+    each stays inside those bounds, and the sched sections do move."""
+    from conftest import boot
+    sections = subprocess.run(["readelf", "-SW", VMLINUX], capture_output=True,
+                              text=True).stdout
+    if " .sched.text." not in sections:
+        reason = (f"{KERNEL_NAME}/vmlinux has no .sched.text.* sections (no second "
+                  "shuffle domain): nothing to compare")
+        print(reason)
+        pytest.skip(reason)
+    res = boot(SCHED_SCRIPT, profile="replay", seed=S0102, timeout=180)
+    assert res.rc == 0, f"guest rc {res.rc}: {res.message}\n{res.log[-3000:]}"
+    assert re.search(r"^seed=" + S0102 + "$", res.output, re.M), "not shuffled with the seed"
+    got = re.search(r"^kallsyms-begin\n(.*?)^kallsyms-end$", res.output, re.S | re.M)
+    got = [l for l in got.group(1).splitlines() if "\t" not in l]
+    want = fgk("map", VMLINUX, "--seed", S0102, check=True).stdout.splitlines()
+    assert len(got) > 1000 and want == got, \
+        [(w, g) for w, g in zip(want, got) if w != g][:5]
+    link = {}
+    for line in (KERNEL_DIR / "System.map").read_text().splitlines():
+        a, t, n = line.split(" ", 2)
+        link.setdefault(n, int(a, 16))
+    lo, hi = link["__sched_text_start"], link["__sched_text_end"]
+    runtime = {}
+    for line in got:
+        a, t, n = line.split(" ", 2)
+        runtime.setdefault(n, int(a, 16))
+    sched = [n for n, a in link.items() if lo < a < hi]
+    moved = [n for n in sched if runtime[n] != link[n]]
+    print(f"{len(got)} kallsyms lines equal fgk map; {len(sched)} symbols in the "
+          f".sched.text bounds, {len(moved)} moved, all inside the bounds")
+    assert len(sched) > 100 and moved
+    assert all(lo < runtime[n] < hi for n in sched)
+    outside = [n for n, a in runtime.items() if lo < a < hi and n not in sched]
+    assert not outside, outside[:5]

@@ -135,7 +135,7 @@ static size_t dropped_section_symbols(const struct fgk_vmlinux *vm, size_t first
 			continue;
 		if (x == SHN_UNDEF || x >= vm->shnum)
 			continue;
-		if ((fgk__section_randomized(vm, &vm->secs[x]) && x != first) ||
+		if ((fgk__section_domain(vm, &vm->secs[x]) == FGK__D_TEXT && x != first) ||
 		    fgk__section_relocates(vm, x, &t))
 			n++;
 	}
@@ -178,13 +178,14 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 		bool folded = false;
 
 		for (size_t i = 1; i < vm->shnum && !first; i++)
-			if (fgk__section_randomized(vm, &vm->secs[i]))
+			if (fgk__section_domain(vm, &vm->secs[i]) == FGK__D_TEXT)
 				first = i;
 		if (first)	/* and shorter symbol tables by these */
 			dropped = dropped_section_symbols(vm, first);
 		for (size_t i = 1; i < vm->shnum; i++) {
 			const GElf_Shdr *a = &vm->secs[i].shdr, *b;
-			bool rnd = fgk__section_randomized(vm, &vm->secs[i]);
+			/* folded: .text.*; .sched.text.* stay (relink.c) */
+			bool rnd = fgk__section_domain(vm, &vm->secs[i]) == FGK__D_TEXT;
 			uint64_t size = a->sh_size;
 			size_t t;
 

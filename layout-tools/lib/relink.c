@@ -131,28 +131,31 @@ static void put_shdr(struct relink *r, size_t i, const Elf64_Shdr *sh)
 	r->sh[i] = *sh;
 }
 
-/* Move the code: int3 over [start, limit), then every section at its new place. */
-static struct fgk_error *move_text(struct relink *r)
+/*
+ * Move the code of one domain (spec §3): int3 over its [start, limit), then
+ * every section of it at its new place.
+ */
+static struct fgk_error *move_domain(struct relink *r, const struct fgk__domain *D)
 {
 	const struct fgk_layout *l = r->l;
 	uint64_t off_start, off_limit;
 	unsigned char *old_text;
 	struct fgk_error *err = NULL;
 
-	if (!addr_to_offset(r->vm, l->start, &off_start) ||
-	    !addr_to_offset(r->vm, l->limit, &off_limit) ||
+	if (!addr_to_offset(r->vm, D->start, &off_start) ||
+	    !addr_to_offset(r->vm, D->limit, &off_limit) ||
 	    off_limit < off_start || off_limit > r->size)
 		return fgk__error_new(FGK_ERR_NOT_FGKASLR, r->vm->path,
 				      "the randomized region 0x%llx-0x%llx is not inside one loadable segment",
-				      (unsigned long long)l->start,
-				      (unsigned long long)l->limit);
+				      (unsigned long long)D->start,
+				      (unsigned long long)D->limit);
 	/* the region as it was: the sources of the moves (it holds them) */
 	old_text = malloc(off_limit - off_start ? off_limit - off_start : 1);
 	if (!old_text)
 		return &fgk_enomem;
 	memcpy(old_text, r->buf + off_start, off_limit - off_start);
 	memset(r->buf + off_start, 0xcc, off_limit - off_start);
-	for (size_t i = 0; i < l->n && !err; i++) {
+	for (size_t i = D->first; i < D->first + D->n && !err; i++) {
 		const struct fgk_section *s = &l->secs[i];
 		const GElf_Shdr *old = &r->vm->secs[s->index].shdr;
 		uint64_t dst = old->sh_offset + (s->new_addr - s->addr);
@@ -179,6 +182,20 @@ static struct fgk_error *move_text(struct relink *r)
 	}
 	free(old_text);
 	return err;
+}
+
+static struct fgk_error *move_text(struct relink *r)
+{
+	for (int d = 0; d < FGK__NDOMAINS; d++) {
+		struct fgk_error *err;
+
+		if (!r->l->dom[d].n)
+			continue;
+		err = move_domain(r, &r->l->dom[d]);
+		if (err)
+			return err;
+	}
+	return NULL;
 }
 
 /* The SHT_SYMTAB_SHNDX table of symbol table symndx (in the input), if any: its
@@ -238,7 +255,15 @@ static struct fgk_error *fix_symtab(struct relink *r, size_t symndx,
 
 		memcpy(&sym, base + i * sizeof(sym), sizeof(sym));
 		shndx = shndx_of(&sym, xindex, i, nx);
-		if (shndx < r->vm->shnum && r->delta[shndx]) {
+		/*
+		 * §7: a symbol moves with the section its address lies in.  A
+		 * bounds symbol in the gap before a domain (__sched_text_end
+		 * before the first .text.* section) has the following
+		 * section's index but not its address: it stays.
+		 */
+		if (shndx < r->vm->shnum && r->delta[shndx] &&
+		    sym.st_value - r->vm->secs[shndx].shdr.sh_addr <
+		    r->vm->secs[shndx].shdr.sh_size) {
 			d[i] = r->delta[shndx];
 			sym.st_value += (uint64_t)d[i];
 			memcpy(base + i * sizeof(sym), &sym, sizeof(sym));
@@ -604,6 +629,7 @@ static struct fgk_error *plan_fold(struct relink *r, uint64_t *keep_end)
 {
 	struct fgk_vmlinux *vm = r->vm;
 	const struct fgk_layout *l = r->l;
+	const struct fgk__domain *D1 = &l->dom[FGK__D_TEXT];
 	size_t n = vm->shnum, t, nph, old_str = 0;
 	uint64_t end = sizeof(Elf64_Ehdr);
 
@@ -613,7 +639,12 @@ static struct fgk_error *plan_fold(struct relink *r, uint64_t *keep_end)
 		return &fgk_enomem;
 	r->first = 0;
 	r->m = 1;
-	for (size_t k = 0; k < l->n; k++) {
+	/*
+	 * The .text.* domain is folded into one section; the sections of the
+	 * .sched.text.* domain (spec §3 version 2, a dozen) stay sections of
+	 * their own, at their new addresses (move_domain()).
+	 */
+	for (size_t k = D1->first; k < D1->first + D1->n; k++) {
 		r->shuf[l->secs[k].index] = true;
 		if (!r->first || l->secs[k].index < r->first)
 			r->first = l->secs[k].index;
@@ -638,7 +669,7 @@ static struct fgk_error *plan_fold(struct relink *r, uint64_t *keep_end)
 		    i != old_str && sh->sh_offset + sh->sh_size > end)
 			end = sh->sh_offset + sh->sh_size;	/* checked at open */
 	}
-	for (size_t k = 0; k < l->n; k++)
+	for (size_t k = D1->first; k < D1->first + D1->n; k++)
 		r->map[l->secs[k].index] = r->map[r->first];
 	/* the program headers and what they load */
 	if (elf_getphdrnum(vm->elf, &nph) == 0) {
@@ -678,7 +709,8 @@ static struct fgk_error *fold_text(struct relink *r, size_t symndx)
 		return NULL;
 	if (elf_getshdrstrndx(vm->elf, &old_str) != 0 || old_str >= n || !map[old_str])
 		return fgk__error_new(FGK_ERR_ELF, vm->path, "no section name table");
-	for (size_t k = 0; k < l->n; k++) {
+	for (size_t k = l->dom[FGK__D_TEXT].first;
+	     k < l->dom[FGK__D_TEXT].first + l->dom[FGK__D_TEXT].n; k++) {
 		const GElf_Shdr *in = &vm->secs[l->secs[k].index].shdr;
 
 		if (in->sh_addralign > align)
@@ -847,16 +879,6 @@ struct fgk_error *fgk_relink_image(struct fgk_vmlinux *vm,
 	err = fgk__require_symtab(vm, "relinking");
 	if (err)
 		return err;
-	/*
-	 * vmlinux.fgk folds the randomized sections into one section over one
-	 * region; a second domain (spec §3, layout version 2) needs a folded
-	 * section of its own, not written yet.  Refuse rather than leave the
-	 * .sched.text.* code at its link addresses.
-	 */
-	if (l->dom[FGK__D_SCHED].n)
-		return fgk__error_new(FGK_ERR_INVALID, vm->path,
-				      "relink of a vmlinux with a .sched.text.* shuffle domain (%zu sections, layout version 2) is not supported by this libfgk yet",
-				      l->dom[FGK__D_SCHED].n);
 	for (size_t i = 1; i < vm->shnum; i++) {
 		const GElf_Shdr *sh = &vm->secs[i].shdr;
 
