@@ -132,6 +132,21 @@ def region(relinked):
     return int(j["start"], 16), int(j["limit"], 16)
 
 
+def sched_region():
+    """Spec §3 version 2: the .sched.text.* domain's [start, limit) (its
+    lowest section, __sched_text_end), or None without the domain."""
+    import json
+    j = json.loads(subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", SEED,
+                                   "--json"], capture_output=True, text=True,
+                                  check=True).stdout)
+    d0 = [s for s in j["sections"] if s["name"].startswith(".sched.text.")]
+    if not d0:
+        return None
+    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True).stdout
+    end = int(re.search(r"^([0-9a-f]+) \S __sched_text_end$", nm, re.M).group(1), 16)
+    return min(int(s["link"], 16) for s in d0), end
+
+
 GUEST = r"""
 echo FGK-RELINK-READY > /dev/console
 while :; do read -r l < /proc/version; sleep 0.2; done
@@ -144,9 +159,13 @@ while :; do read -r l < /proc/version; sleep 0.2; done
 def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     start, limit = region(relinked)
     dump = tmp_path / "text.bin"
+    sched = sched_region()
+    extra = [f"dump binary memory {tmp_path / 'sched.bin'} {sched[0]:#x} {sched[1]:#x}"] \
+        if sched else []
     with guest(GUEST, profile="debug", seed=SEED, gdb=0, timeout=1800) as g:
         assert g.wait_for_console("FGK-RELINK-READY", timeout=600), "guest did not come up"
         r = gdb(f"target remote 127.0.0.1:{g.gdb_port}",
+                *extra,
                 f"dump binary memory {dump} {start:#x} {limit:#x}",
                 f"symbol-file -o 0 {relinked}",
                 "info line version_proc_show",
@@ -163,30 +182,35 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     print(r.stdout[-4000:])
     assert r.returncode == 0, r.stderr
 
-    # 1. the code
+    # 1. the code: the .text.* region, and the .sched.text.* one (spec §3
+    # version 2) if the kernel has it
     data, secs = elf_sections(relinked)
-    # file offset of [start, limit): through the section holding `start`
-    first = min((s for s in secs.values() if s["addr"] and s["addr"] <= start
-                 and start < s["addr"] + s["size"] and s["type"] == 1),
-                key=lambda s: s["size"])
-    base_off = first["off"] - (first["addr"] - start)
-    want = data[base_off: base_off + (limit - start)]
-    got = dump.read_bytes()
-    assert len(got) == len(want)
-    allowed = bytearray(len(want))
-    for a, n in patch_sites(relinked, data, secs):
-        for k in range(max(n, 1)):
-            if start <= a + k < limit:
-                allowed[a + k - start] = 1
-    diff = [i for i in range(len(want)) if want[i] != got[i]]
-    unexplained = [i for i in diff if not allowed[i]]
-    print(f"region {start:#x}-{limit:#x}: {len(want)} bytes, {len(diff)} differ, "
-          f"all at run-time patch sites" if not unexplained else
-          f"{len(unexplained)} unexplained")
-    # ftrace nops, return thunks and retpolines rewrite ~4 % of a distribution
-    # config's text at boot; a wrong layout differs almost everywhere
-    assert len(diff) < len(want) // 10
-    assert not unexplained, [hex(start + i) for i in unexplained[:10]]
+    sites = patch_sites(relinked, data, secs)
+    for start, limit, dump in [(start, limit, dump)] + \
+            ([(sched[0], sched[1], tmp_path / "sched.bin")] if sched else []):
+        # file offset of [start, limit): through the section holding `start`
+        first = min((s for s in secs.values() if s["addr"] and s["addr"] <= start
+                     and start < s["addr"] + s["size"] and s["type"] == 1),
+                    key=lambda s: s["size"])
+        base_off = first["off"] - (first["addr"] - start)
+        want = data[base_off: base_off + (limit - start)]
+        got = dump.read_bytes()
+        assert len(got) == len(want)
+        allowed = bytearray(len(want))
+        for a, n in sites:
+            for k in range(max(n, 1)):
+                if start <= a + k < limit:
+                    allowed[a + k - start] = 1
+        diff = [i for i in range(len(want)) if want[i] != got[i]]
+        unexplained = [i for i in diff if not allowed[i]]
+        print(f"region {start:#x}-{limit:#x}: {len(want)} bytes, {len(diff)} differ, "
+              f"all at run-time patch sites" if not unexplained else
+              f"{len(unexplained)} unexplained")
+        # ftrace nops, return thunks and retpolines rewrite ~4 % of a
+        # distribution config's text at boot; a wrong layout differs almost
+        # everywhere
+        assert len(diff) < len(want) // 10
+        assert not unexplained, [hex(start + i) for i in unexplained[:10]]
 
     # 2. gdb: symbols, lines, breakpoints, backtrace
     out = r.stdout
