@@ -884,3 +884,32 @@ def test_sched_domain_versions(fix):
         assert [s for s in v2 if s["name"].startswith(".text.")] == v1
         moved += sum(s["new"] != s["link"] for s in d0)
     assert moved > 0
+
+
+def test_cache_entry_with_sched_sections_unmoved_is_relinked(fix, tmp_path, env):
+    """A vmlinux.fgk of sched.elf whose .sched.text.* sections sit at their
+    link addresses (what an fgk that did not know the domain wrote) passes
+    every structural check, but not the seed's layout: it is relinked."""
+    bid = subprocess.run(["readelf", "-n", fix / "sched.elf"], capture_output=True,
+                         text=True).stdout.split("Build ID: ")[1].split()[0]
+    entry = tmp_path / "cache" / bid / f"{SEED}.vmlinux.fgk"
+    ref = tmp_path / "ref"
+    r = fgk("relink", fix / "sched.elf", "--seed", SEED, "--no-cache", "-o", ref, env=env)
+    assert r.returncode == 0, r.err
+    vm, e = I.Elf64((fix / "sched.elf").read_bytes()), I.Elf64(ref.read_bytes())
+    moved = 0
+    for i in range(1, len(e.sections())):
+        name = e.name(i)
+        if name.startswith(".sched.text."):
+            link = vm.shdr(vm.find(name))["addr"]
+            moved += e.shdr(i)["addr"] != link
+            e.set_shdr(i, addr=link)
+    assert moved
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(e.bytes())
+    r = fgk("relink", fix / "sched.elf", "--seed", SEED, "--stats", env=env)
+    assert r.returncode == 0, r.err
+    assert "cached" not in r.err, r.err
+    assert entry.read_bytes() == ref.read_bytes()
+    r = fgk("relink", fix / "sched.elf", "--seed", SEED, "--stats", env=env)
+    assert "cached" in r.err, r.err

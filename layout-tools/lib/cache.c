@@ -142,7 +142,22 @@ static size_t dropped_section_symbols(const struct fgk_vmlinux *vm, size_t first
 	return n;
 }
 
+/*
+ * fgk_relink_verify(), and with l (the seed's layout) also the new
+ * addresses of the .sched.text.* sections, which vmlinux.fgk keeps as
+ * sections of their own: an entry written by an fgk that did not know the
+ * domain (spec §3 version 2) left them at their link addresses.
+ */
+static struct fgk_error *relink_verify(struct fgk_vmlinux *vm, const char *path,
+				       const struct fgk_layout *l);
+
 struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
+{
+	return relink_verify(vm, path, NULL);
+}
+
+static struct fgk_error *relink_verify(struct fgk_vmlinux *vm, const char *path,
+				       const struct fgk_layout *l)
 {
 	struct fgk_vmlinux *c;
 	struct fgk_error *err;
@@ -217,6 +232,20 @@ struct fgk_error *fgk_relink_verify(struct fgk_vmlinux *vm, const char *path)
 						     j, c->secs[j].name, vm->path,
 						     rnd ? FGK_FOLDED_TEXT : vm->secs[i].name);
 				goto out;
+			}
+			if (l && fgk__section_domain(vm, &vm->secs[i]) == FGK__D_SCHED) {
+				const struct fgk__domain *D = &l->dom[FGK__D_SCHED];
+
+				for (size_t k = D->first; k < D->first + D->n; k++)
+					if (l->secs[k].index == i &&
+					    l->secs[k].new_addr != b->sh_addr) {
+						err = fgk__error_new(FGK_ERR_INVALID, path,
+								     "relinked file: section %s at 0x%llx, not at its new address 0x%llx (an older fgk's)",
+								     c->secs[j].name,
+								     (unsigned long long)b->sh_addr,
+								     (unsigned long long)l->secs[k].new_addr);
+						goto out;
+					}
 			}
 			folded |= rnd;
 			j++;
@@ -532,7 +561,7 @@ struct fgk_error *fgk_relink_cached_stats(struct fgk_vmlinux *vm,
 		clean_index_temps(AT_FDCWD, dir, time(NULL));
 	}
 	if (lstat(cache, &st) == 0) {
-		err = fgk_relink_verify(vm, cache);
+		err = relink_verify(vm, cache, l);
 		if (!err)	/* an entry of an older fgk: 0600 now */
 			err = fgk__private_file(cache, "cache entry");
 		if (!err) {
@@ -618,7 +647,7 @@ struct fgk_error *fgk_relink_through_cache(struct fgk_vmlinux *vm,
 		return err;
 	if (cache && dry) {
 		res->in_cache = true;
-		res->cached = fgk_relink_verify(vm, cache) == NULL;
+		res->cached = relink_verify(vm, cache, l) == NULL;
 		res->path = cache;
 		return NULL;
 	}
