@@ -505,3 +505,133 @@ def test_vmlinux_reserve_fits_the_bound():
     print(f"{len(secs)} sections from {start:#x}: bound {need} bytes, {limit} leaves "
           f"{etext - start} ({etext - start - need} spare)")
     assert start + need <= etext
+
+
+# --- the .sched.text domain (series 6.12 patches 27-28) ----------------------
+
+SCHED = r"""
+echo "seed=$(cat /proc/fgkaslr_seed)"
+cat /proc/fgkaslr_stats
+sleep 100 &
+pid=$!
+sleep 1
+echo "wchan=$(cat /proc/$pid/wchan)"
+echo kallsyms-begin
+cat /proc/kallsyms
+echo kallsyms-end
+"""
+
+
+def _sched_domain_or_skip():
+    """System.map's view of the sched domain: (link address of _text,
+    {name: link address} of the symbols in [__sched_text_start,
+    __sched_text_end) whose name occurs once in System.map, the bounds
+    themselves left out), or skip on a kernel without the domain
+    (no __fgkaslr_layout_version >= 2 in vmlinux)."""
+    require_fgkaslr_vmlinux()
+    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+                        check=True).stdout
+    ver = re.search(r"^([0-9a-f]+) A __fgkaslr_layout_version$", nm, re.M)
+    if not ver or int(ver.group(1), 16) < 2:
+        msg = f"{VMLINUX} has no .sched.text shuffle domain (__fgkaslr_layout_version < 2)"
+        print(msg)
+        pytest.skip(msg)
+    rows = [l.split() for l in (KERNEL_DIR / "System.map").read_text().splitlines()]
+    addr = {}
+    count = {}
+    for a, t, n in rows:
+        count[n] = count.get(n, 0) + 1
+        addr.setdefault(n, int(a, 16))
+    lo, hi = addr["__sched_text_start"], addr["__sched_text_end"]
+    inside = {n: int(a, 16) for a, t, n in rows
+              if lo <= int(a, 16) < hi and t in "tT" and count[n] == 1
+              and n not in ("__sched_text_start", "__sched_text_end")}
+    assert len(inside) > 50, f"only {len(inside)} symbols in the sched domain"
+    anywhere = {n for a, t, n in rows if lo <= int(a, 16) < hi}
+    return addr["_text"], inside, anywhere
+
+
+def _sched_sections():
+    """[(address, name)] of vmlinux's .sched.text.<object> sections in
+    section index order, and {symbol name: section position} for the
+    symbols defined in them (names that occur once)."""
+    hdr = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    secs, pos = [], {}
+    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\.sched\.text\.\S+)\s+PROGBITS\s+"
+                         r"([0-9a-f]+)\s+\S+\s+([0-9a-f]+)", hdr, re.M):
+        if int(m.group(4), 16):
+            pos[m.group(1)] = len(secs)
+            secs.append((int(m.group(3), 16), m.group(2)))
+    syms = subprocess.run(["readelf", "-sW", str(VMLINUX)], capture_output=True, text=True,
+                          check=True).stdout
+    where, seen = {}, {}
+    for line in syms.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[0][:-1].isdigit():
+            seen[f[7]] = seen.get(f[7], 0) + 1
+            if f[6] in pos:
+                where[f[7]] = pos[f[6]]
+    return secs, {n: k for n, k in where.items() if seen[n] == 1}
+
+
+def _boot_sched(seed):
+    res = boot(SCHED, seed=seed, timeout=180)
+    assert res.rc == 0, f"seed {seed}: rc {res.rc} {res.message}"
+    assert f"seed={seed}" in res.output
+    stats = dict(re.findall(r"^(\w+): (.*)$", res.output, re.M))
+    syms = {}
+    for l in kallsyms(res.output):
+        a, t, n = l.split()[:3]
+        syms.setdefault(n, []).append((int(a, 16), t))
+    return res, stats, syms
+
+
+@pytest.mark.k612
+def test_sched_domain_shuffled_within_its_bounds():
+    """Series patches 27-28 (6.12): each object's __sched code is a section
+    .sched.text.<object>, shuffled within [__sched_text_start,
+    __sched_text_end). On two random seeds: every symbol System.map places
+    in that range has its /proc/kallsyms address inside the booted bounds,
+    no other text symbol does, the sched code moved (displacements other
+    than the base offset, and two seeds give two orders), the decompressor
+    kept the tables' section-run fast path (flag 0x80 clear), and the
+    wchan of a sleeping `sleep` is not a sched function (__get_wchan()
+    skips in_sched_functions() frames: they must all be in the bounds)."""
+    link_text, inside, anywhere = _sched_domain_or_skip()
+    secs, sec_of = _sched_sections()
+    orders = []
+    for seed in (secrets.token_hex(32), secrets.token_hex(32)):
+        res, stats, syms = _boot_sched(seed)
+        flags = int(stats["flags"], 16)
+        assert flags & 0x01 and not flags & 0x80, (seed, hex(flags))
+        assert int(stats["sched_sections"]) >= 2, stats
+        off = syms["_text"][0][0] - link_text
+        lo = syms["__sched_text_start"][0][0]
+        hi = syms["__sched_text_end"][0][0]
+        out = [n for n in inside if not all(lo <= a < hi for a, _ in syms.get(n, []))]
+        missing = [n for n in inside if n not in syms]
+        assert not missing, f"seed {seed}: not in /proc/kallsyms: {missing[:5]}"
+        assert not out, f"seed {seed}: outside [{lo:#x}, {hi:#x}): {out[:5]}"
+        intruders = sorted(n for n, v in syms.items() for a, t in v
+                           if lo <= a < hi and t in "tT" and n not in anywhere)
+        assert not intruders, f"seed {seed}: other symbols in the sched bounds: {intruders[:5]}"
+        moved = sum(1 for n, a in inside.items() if syms[n][0][0] - off != a)
+        assert moved > 0, f"seed {seed}: no sched symbol moved"
+        orders.append(tuple(sorted(inside, key=lambda n: syms[n][0][0])))
+        # the order of the sections: docs/layout_ref.py with the domain's nonce
+        new = {}
+        for n, k in sec_of.items():
+            if n in inside and n in syms:
+                new[k] = syms[n][0][0] - off - (inside[n] - secs[k][0])
+        assert len(new) == len(secs), f"seed {seed}: a sched section without a symbol"
+        observed = sorted(range(len(secs)), key=lambda k: new[k])
+        want = layout_ref.permutation(bytes.fromhex(seed), len(secs), b"fgkaslr-schd")
+        assert observed == want, (seed, observed, want)
+        wchan = re.search(r"^wchan=(\S*)$", res.output, re.M)
+        assert wchan and wchan.group(1) not in ("", "0"), res.output[-1500:]
+        assert wchan.group(1) not in inside, f"seed {seed}: wchan {wchan.group(1)} is __sched code"
+        print(f"seed {seed[:8]}...: {stats['sched_sections']} sched sections, "
+              f"{len(inside)} symbols in [{lo:#x}, {hi:#x}), {moved} moved by other than "
+              f"the base offset, wchan of sleep: {wchan.group(1)}, flags {hex(flags)}")
+    assert orders[0] != orders[1], "two random seeds gave the same sched order"
