@@ -507,7 +507,50 @@ def test_vmlinux_reserve_fits_the_bound():
     assert start + need <= etext
 
 
-# --- the .sched.text domain (series 6.12 patches 27-28) ----------------------
+@pytest.mark.k612
+def test_sched_reserve_covers_every_order():
+    """The sched domain's fragment (gen_fgkaslr_sched_lds() of the patched
+    scripts/link-vmlinux.sh, series patch 27; 6.12: 28): one byte of gap
+    after __sched_text_start, then a reserve no order of the
+    .sched.text.<object> sections exceeds (checked against every order of
+    random small sets); __sched_text_end and __fgkaslr_layout_version = 2
+    follow; a plain .sched.text left in vmlinux.o fails it."""
+    import random
+    tree = (KERNEL_DIR / "build").resolve()
+    script = tree / "scripts" / "link-vmlinux.sh"
+    if not script.is_file():
+        pytest.skip("no kernel tree in build/ (run make kernel)")
+    m = re.search(r"^gen_fgkaslr_sched_lds\(\)\n\{.*?\$\{AWK\} '(.*?)' > \$\{2\}",
+                  script.read_text(), re.S | re.M)
+    if not m:
+        msg = f"{script}: no gen_fgkaslr_sched_lds() (a series without the sched domain)"
+        print(msg)
+        pytest.skip(msg)
+    prog = m.group(1)
+    rng = random.Random(20261206)
+    for case in range(40):
+        n = rng.randint(1, 5)
+        secs = [(rng.randint(1, 300), rng.choice((1, 4, 16, 16, 16, 32, 64))) for _ in range(n)]
+        lines = [f"  [{i + 1:2}] .sched.text.o{i}.o PROGBITS 0000000000000000 000040 "
+                 f"{sz:06x} 00  AX  0   0 {a}" for i, (sz, a) in enumerate(secs)]
+        r = subprocess.run(["awk", prog], input="\n".join(lines) + "\n",
+                           capture_output=True, text=True, check=True)
+        reserve = int(re.search(r"\. = MAX\(\., __sched_text_start \+ (\d+)\);", r.stdout)
+                      .group(1))
+        gap = re.search(r"__sched_text_start = \.;\s*(?:/\*.*?\*/)?\s*\. = \. \+ (\d+);",
+                        r.stdout)
+        assert gap and int(gap.group(1)) > 0, r.stdout
+        assert re.search(r"__sched_text_end = \.;", r.stdout), r.stdout
+        assert "__fgkaslr_layout_version = ABSOLUTE(2);" in r.stdout
+        assert len(re.findall(r"^\t\.sched\.text\.o\d+\.o : ", r.stdout, re.M)) == n
+        need = int(gap.group(1)) + _worst_placement(secs, max(a for _, a in secs))
+        assert need <= reserve, f"sections {secs}: an order needs {need} bytes, reserve {reserve}"
+    plain = "  [ 1] .sched.text PROGBITS 0000000000000000 000040 000010 00  AX  0   0 16\n"
+    r = subprocess.run(["awk", prog], input=plain, capture_output=True, text=True)
+    assert r.returncode != 0 and "plain .sched.text" in r.stderr, (r.returncode, r.stderr)
+
+
+# --- the .sched.text domain (series patches 26-27; 6.12: 27-28) -------------
 
 SCHED = r"""
 echo "seed=$(cat /proc/fgkaslr_seed)"
@@ -589,7 +632,7 @@ def _boot_sched(seed):
 
 @pytest.mark.k612
 def test_sched_domain_shuffled_within_its_bounds():
-    """Series patches 27-28 (6.12): each object's __sched code is a section
+    """Series patches 26-27 (6.12: 27-28): each object's __sched code is a section
     .sched.text.<object>, shuffled within [__sched_text_start,
     __sched_text_end). On two random seeds: every symbol System.map places
     in that range has its /proc/kallsyms address inside the booted bounds,
