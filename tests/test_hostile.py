@@ -840,6 +840,8 @@ def test_matrix_hostile_text(fix, tmp_path, env):
 
 SCHED_BAD = {
     "sched-v3.elf": ("vmlinux uses FG-KASLR layout version 3; this libfgk knows 1-2",),
+    "sched-vrel.elf": ("__fgkaslr_layout_version is not an absolute symbol",
+                       "layout version is unknown"),
     "sched-overlap.elf": ("not laid out for FG-KASLR", "the .sched.text.* region",
                           "overlaps the .text.* region"),
     "sched-nogap.elf": ("not laid out for FG-KASLR", "no gap between __sched_text_start"),

@@ -148,6 +148,10 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	 * §3: a layout version this libfgk does not know has domains it would
 	 * leave in place, silently wrong: refuse it.
 	 */
+	if (vm->layout_version_bad)
+		return fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
+				      "__fgkaslr_layout_version %s: the FG-KASLR layout version is unknown",
+				      vm->layout_version_bad);
 	if (vm->layout_version < 1 || vm->layout_version > FGK__LAYOUT_VERSION_MAX)
 		return fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 				      "vmlinux uses FG-KASLR layout version %llu; this libfgk knows 1-%d",
@@ -266,13 +270,16 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	if (cnt[FGK__D_SCHED]) {
 		const struct fgk__domain *a = &l->dom[FGK__D_SCHED], *b = &l->dom[FGK__D_TEXT];
 
-		if (!(a->limit < b->start || b->limit < a->start)) {
+		/* ... and the .sched.text.* one comes first (the kernel refuses
+		 * anything else: relocs and the boot code). */
+		if (!(a->limit < b->start)) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
 					     "vmlinux not laid out for FG-KASLR: the .sched.text.* region [0x%llx, 0x%llx) %s the .text.* region [0x%llx, 0x%llx)",
 					     (unsigned long long)a->start,
 					     (unsigned long long)a->limit,
-					     a->limit == b->start || b->limit == a->start ?
-					     "has no gap before" : "overlaps",
+					     a->limit == b->start ? "has no gap before" :
+					     a->start >= b->limit ? "lies after, not before," :
+					     "overlaps",
 					     (unsigned long long)b->start,
 					     (unsigned long long)b->limit);
 			goto fail;

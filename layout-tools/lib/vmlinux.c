@@ -214,9 +214,20 @@ static struct fgk_error *load_symbols(struct fgk_vmlinux *vm)
 					      "corrupt ELF: symbol %zu refers to section %zu of %zu",
 					      i, s->shndx, vm->shnum);
 		s->nmtype = nm_type(vm, s);
-		if (s->shndx == VM_SHN_ABS && s->name &&
-		    !strcmp(s->name, "__fgkaslr_layout_version"))
+		if (s->name && !strcmp(s->name, "__fgkaslr_layout_version")) {
+			/*
+			 * Spec §3: the version is an absolute symbol. Any other
+			 * (section-relative, undefined, a second definition with
+			 * another value) leaves the version unknown: refused by
+			 * fgk__layout_new(), not read as version 1.
+			 */
+			if (s->shndx != VM_SHN_ABS)
+				vm->layout_version_bad = "is not an absolute symbol";
+			else if (vm->layout_version_seen && vm->layout_version != s->value)
+				vm->layout_version_bad = "is defined twice with different values";
 			vm->layout_version = s->value;
+			vm->layout_version_seen = 1;
+		}
 		vm->nsyms++;
 	}
 	return NULL;

@@ -45,6 +45,9 @@ struct fgk_vmlinux {
 	 * vmlinux does not define it (set by fgk_vmlinux_open()).
 	 */
 	uint64_t layout_version;
+	int layout_version_seen;
+	/* Why __fgkaslr_layout_version cannot be read, or NULL. */
+	const char *layout_version_bad;
 };
 
 /* Pointer to len bytes of section shndx at link address addr, or NULL. */

@@ -713,6 +713,8 @@ START_TEST(test_fixture_errors)
 	/* spec §3 version 2: the .sched.text.* domain's rules */
 	expect_error("sched-v3.elf", S0102, FGK_ERR_NOT_FGKASLR,
 		     "vmlinux uses FG-KASLR layout version 3; this libfgk knows 1-2");
+	expect_error("sched-vrel.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "__fgkaslr_layout_version is not an absolute symbol");
 	expect_error("sched-overlap.elf", S0102, FGK_ERR_NOT_FGKASLR,
 		     "overlaps the .text.* region");
 	expect_error("sched-nogap.elf", S0102, FGK_ERR_NOT_FGKASLR,

@@ -313,8 +313,8 @@ const struct fgk_section *fgk_layout_section_at(const struct fgk_layout *l,
 uint64_t fgk_layout_map(const struct fgk_layout *l, uint64_t link_addr);
 /*
  * New address -> link address.  Returns false (and leaves *link alone) for
- * an address inside [start, limit) that no placed section covers (int3
- * padding).
+ * an address inside a domain's [start, limit) (either domain, see
+ * fgk_layout_domain()) that no placed section covers (int3 padding).
  */
 bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t new_addr,
 		      uint64_t *link);
@@ -323,7 +323,11 @@ bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t new_addr,
  * without one (fgk_layout_from_kallsyms(), fgk_layout_from_vmcore()).
  */
 const struct fgk_seed *fgk_layout_seed(const struct fgk_layout *l);
-/* Min link address of the randomized sections. */
+/*
+ * Min link address of the .text.* domain's sections (spec §3 D1; the
+ * .sched.text.* domain, when there is one, lies below it: see
+ * fgk_layout_domain()).
+ */
 uint64_t fgk_layout_start(const struct fgk_layout *l);
 /*
  * End of the randomized region [start, limit), spec §3: the link address of
@@ -331,9 +335,13 @@ uint64_t fgk_layout_start(const struct fgk_layout *l);
  * 22 on 6.1, 23 on 6.12), or of _etext in a vmlinux without that symbol.
  */
 uint64_t fgk_layout_limit(const struct fgk_layout *l);
-/* Final p of §7 (<= limit). */
+/* Final p of §7 in the .text.* domain (<= limit). */
 uint64_t fgk_layout_end(const struct fgk_layout *l);
-/* The randomized sections, section index order, new_addr set: *n of them. */
+/*
+ * The randomized sections of all domains, domain by domain (the
+ * .sched.text.* ones first) and in section index order inside each,
+ * new_addr set: *n of them.
+ */
 const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
 					      size_t *n);
 /*
