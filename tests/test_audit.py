@@ -183,18 +183,35 @@ def test_gadget_census_matches_ropgadget_on_one_region(vmlinux, census, sections
     for c in ("moving", "fixed", "init"):
         assert g[c]["total"] == sum(r["gadgets"]["total"] for r in rs if r["class"] == c)
     # .sched.text straight from the file, ROPgadget run on it alone (with
-    # 256 bytes after it, so that gadgets starting at its end are whole)
+    # 256 bytes after it, so that gadgets starting at its end are whole).
+    # Read by address from the executable sections that cover it, zeros
+    # between them as scripts/gadget-census does: in the main .text before
+    # the .sched.text domain, its own .sched.text.<object> sections after.
     sched = next(r for r in rs if r["start_symbol"] == "__sched_text_start")
-    text = next(s for s in sections if s[0] == ".text")
-    off = text[3] + sched["start"] - text[2]
-    raw = tmp_path / "sched.bin"
+    lo, hi = sched["start"], sched["end"] + 256
+    buf = bytearray(hi - lo)
+    covered, spans = 0, []
     with open(vmlinux, "rb") as f:
-        f.seek(off)
-        raw.write_bytes(f.read(sched["end"] - sched["start"] + 256))
+        for name, typ, addr, off, size, flags in sections:
+            if typ != "PROGBITS" or "A" not in flags or "X" not in flags:
+                continue
+            a, b = max(addr, lo), min(addr + size, hi)
+            if a >= b:
+                continue
+            f.seek(off + a - addr)
+            buf[a - lo:b - lo] = f.read(b - a)
+            covered += b - a
+            spans.append((addr, addr + size))
+    assert covered > (sched["end"] - sched["start"]) // 2, "no section holds .sched.text"
+    raw = tmp_path / "sched.bin"
+    raw.write_bytes(bytes(buf))
     out = output("ROPgadget", "--binary", raw, "--rawArch", "x86", "--rawMode", "64",
                  "--offset", hex(sched["start"]), "--all")
+    # the census counts the gadgets that start in a section, not in the
+    # zeros between two (the .sched.text.<object> sections' alignment)
     direct = [ln for ln in out.splitlines() if ln.startswith("0x")
-              and sched["start"] <= int(ln.split()[0], 16) < sched["end"]]
+              and sched["start"] <= int(ln.split()[0], 16) < sched["end"]
+              and any(a <= int(ln.split()[0], 16) < b for a, b in spans)]
     kinds = {"rop": 0, "jop": 0, "other": 0}
     for ln in direct:
         last = ln.split(" : ", 1)[1].split(" ; ")[-1]

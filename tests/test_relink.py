@@ -96,11 +96,14 @@ def test_symbols_moved_as_layout_says(relinked):
     # where the first randomized section starts (6.12's __fgkaslr_text_start)
     # stays.  The randomized sections are folded into one, as a linker
     # would emit them; every other symbol keeps its section (renumbered)
+    # (spec §3 version 2: the .sched.text.<object> sections are not folded,
+    # they stay sections of their own at their new addresses)
     moves = lambda x: old_names.get(x) in shuffled  # noqa: E731
+    folded = lambda x: old_names.get(x, "").startswith(".text.")  # noqa: E731
     moved = checked = 0
     for name, olds in old_syms.items():
         want = sorted((new(v) if moves(x) else v, s,
-                       ".text.fgkaslr" if moves(x) else old_names.get(x, x))
+                       ".text.fgkaslr" if moves(x) and folded(x) else old_names.get(x, x))
                       for v, s, x in olds)
         assert sorted((v, s, new_names.get(x, x)) for v, s, x in new_syms[name]) == want, name
         checked += len(olds)
@@ -314,15 +317,17 @@ def test_objdump_branch_targets_match(relinked):
     # the first and last, which still covers calls into/out of every region
     pick = sorted(set(names[::7] + names[:5] + names[-5:]))
     a = branch_targets(VMLINUX, pick)
-    # vmlinux.fgk has them all in one section, as a linker would emit them
-    b = branch_targets(out, [".text.fgkaslr"])
+    # vmlinux.fgk has the .text.* ones in one section, as a linker would
+    # emit them; the .sched.text.<object> ones keep their sections
+    b = branch_targets(out, [".text.fgkaslr"] + [n for n in pick if n.startswith(".sched.text.")])
     print(f"vmlinux.fgk: {len(b)} functions in .text.fgkaslr")
     # objdump -j SECTION names code before a section's first symbol
     # "next-0x20" (padding of an aligned function): no such label in one section
     # and names code of a section without any symbol after the section
     # (".text.f": a weak function overridden at link time)
     a = {f: v for f, v in a.items()
-         if not re.search(r"-0x[0-9a-f]+$", f[0]) and not f[0].startswith(".text.")}
+         if not re.search(r"-0x[0-9a-f]+$", f[0])
+         and not f[0].startswith((".text.", ".sched.text."))}
     # each function at its new address, as the layout moves it
     new = mapper(secs)
     moved = {f: (f[0], new(f[1])) for f in a}

@@ -9,6 +9,8 @@
  *    96  + mcount_cycles                    (patch 9)
  *   104  + entropy_bits, entropy_src        (patch 13)
  *   152  + phase_cycles[6]                  (patch 16; 6.1 and 6.12 alike)
+ *   184  + nr_sched_sections, pad, sched_start, sched_end, sched_used
+ *                                           (6.1 patch 27, 6.12 patch 28)
  */
 #include <stdint.h>
 #include <string.h>
@@ -85,6 +87,14 @@ struct fgk_error *fgk_boot_info_decode(const void *buf, size_t len,
 			ret->phase_cycles[i] = le64(p + 104 + 8 * i);
 		ret->has |= FGK_BOOT_HAS_PHASES;
 		ret->size = 104 + 8 * FGK_BOOT_PHASES;
+	}
+	if (len >= 184) {
+		ret->nr_sched_sections = le32(p + 152);
+		ret->sched_start = le64(p + 160);
+		ret->sched_end = le64(p + 168);
+		ret->sched_used = le64(p + 176);
+		ret->has |= FGK_BOOT_HAS_SCHED;
+		ret->size = 184;
 	}
 	return NULL;
 }

@@ -1021,7 +1021,7 @@ static void put32(uint8_t *p, uint32_t v)
 
 START_TEST(test_boot_info_decode)
 {
-	uint8_t raw[160];
+	uint8_t raw[184];
 	struct fgk_boot_info bi;
 	struct fgk_error *err;
 
@@ -1048,10 +1048,20 @@ START_TEST(test_boot_info_decode)
 	ck_assert_uint_eq(bi.has, FGK_BOOT_HAS_MCOUNT | FGK_BOOT_HAS_ENTROPY);
 	ck_assert_uint_eq(bi.entropy_bits, 0x63626160);
 	ck_assert_uint_eq(bi.entropy_src, 0x67666564);
-	ck_assert_ptr_null(fgk_boot_info_decode(raw, sizeof(raw), NULL, &bi));
-	ck_assert_uint_eq(bi.size, FGK_BOOT_INFO_SIZE_MAX);
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, 183, NULL, &bi));
+	ck_assert_uint_eq(bi.size, 152);
+	ck_assert_uint_eq(bi.has, FGK_BOOT_HAS_MCOUNT | FGK_BOOT_HAS_ENTROPY |
+			  FGK_BOOT_HAS_PHASES);
 	ck_assert(bi.phase_cycles[0] == 0x6f6e6d6c6b6a6968ull);
 	ck_assert(bi.phase_cycles[5] == 0x9796959493929190ull);
+	ck_assert_uint_eq(bi.nr_sched_sections, 0);
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, sizeof(raw), NULL, &bi));
+	ck_assert_uint_eq(bi.size, FGK_BOOT_INFO_SIZE_MAX);
+	ck_assert_uint_eq(bi.has & FGK_BOOT_HAS_SCHED, FGK_BOOT_HAS_SCHED);
+	ck_assert_uint_eq(bi.nr_sched_sections, 0x9b9a9998);
+	ck_assert(bi.sched_start == 0xa7a6a5a4a3a2a1a0ull);
+	ck_assert(bi.sched_end == 0xafaeadacabaaa9a8ull);
+	ck_assert(bi.sched_used == 0xb7b6b5b4b3b2b1b0ull);
 	/* too short: one line naming where the bytes came from */
 	err = fgk_boot_info_decode(raw, 87, "guest memory", &bi);
 	ck_assert_ptr_nonnull(err);

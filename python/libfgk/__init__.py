@@ -253,9 +253,9 @@ class _Fetch(Structure):
 BUILD_ID_MIN, BUILD_ID_MAX = 8, 64          # FGK_BUILD_ID_MIN/MAX
 KASLR_ALIGN = 0x200000                      # FGK_KASLR_ALIGN
 BOOT_INFO_MAGIC = 0x4B474621                # FGK_BOOT_INFO_MAGIC
-BOOT_INFO_SIZE_MIN, BOOT_INFO_SIZE_MAX = 88, 152
+BOOT_INFO_SIZE_MIN, BOOT_INFO_SIZE_MAX = 88, 184
 BOOT_PHASES = 6
-BOOT_HAS_MCOUNT, BOOT_HAS_ENTROPY, BOOT_HAS_PHASES = 1, 2, 4
+BOOT_HAS_MCOUNT, BOOT_HAS_ENTROPY, BOOT_HAS_PHASES, BOOT_HAS_SCHED = 1, 2, 4, 8
 
 
 class _BuildIdNote(Structure):
@@ -269,7 +269,9 @@ class _BootInfo(Structure):
                 ("heap_size", c_uint64), ("cycles", c_uint64), ("text_start", c_uint64),
                 ("text_end", c_uint64), ("text_used", c_uint64), ("seed", _Seed),
                 ("mcount_cycles", c_uint64), ("entropy_bits", c_uint32),
-                ("entropy_src", c_uint32), ("phase_cycles", c_uint64 * BOOT_PHASES)]
+                ("entropy_src", c_uint32), ("phase_cycles", c_uint64 * BOOT_PHASES),
+                ("nr_sched_sections", c_uint32), ("sched_start", c_uint64),
+                ("sched_end", c_uint64), ("sched_used", c_uint64)]
 
 
 # Every ctypes mirror of a struct in <fgk/fgk.h>: tests/test_libfgk.py
@@ -1091,7 +1093,7 @@ def parse_offset(text, align: int = KASLR_ALIGN) -> int:
 
 @dataclass(frozen=True)
 class BootInfo:
-    size: int               # bytes decoded: 88, 96, 104 or 152
+    size: int               # bytes decoded: 88, 96, 104, 152 or 184
     magic: int
     flags: int
     nr_sections: int
@@ -1106,6 +1108,11 @@ class BootInfo:
     entropy_bits: int | None = None
     entropy_src: int | None = None
     phase_cycles: dict | None = None    # {phase name: cycles}
+    # the .sched.text.* domain (184 bytes and later)
+    nr_sched_sections: int | None = None
+    sched_start: int | None = None
+    sched_end: int | None = None
+    sched_used: int | None = None
 
     @property
     def valid(self) -> bool:
@@ -1142,4 +1149,6 @@ def decode_boot_info(data, origin=None) -> BootInfo:
                     bi.cycles, bi.text_start, bi.text_end, bi.text_used, format_seed(bi.seed),
                     bi.mcount_cycles if bi.has & BOOT_HAS_MCOUNT else None,
                     bi.entropy_bits if bi.has & BOOT_HAS_ENTROPY else None,
-                    bi.entropy_src if bi.has & BOOT_HAS_ENTROPY else None, phases)
+                    bi.entropy_src if bi.has & BOOT_HAS_ENTROPY else None, phases,
+                    *((bi.nr_sched_sections, bi.sched_start, bi.sched_end, bi.sched_used)
+                      if bi.has & BOOT_HAS_SCHED else (None,) * 4))

@@ -260,14 +260,15 @@ struct fgk_error *fgk_offset_parse(const char *text, uint64_t align,
 
 #define FGK_BOOT_INFO_MAGIC	0x4b474621	/* "!FGK" */
 #define FGK_BOOT_INFO_SIZE_MIN	88	/* magic .. seed: every version */
-#define FGK_BOOT_INFO_SIZE_MAX	152	/* + mcount, entropy, phase_cycles */
+#define FGK_BOOT_INFO_SIZE_MAX	184	/* + mcount, entropy, phase_cycles, sched */
 #define FGK_BOOT_PHASES		6	/* FGKASLR_NR_PHASES */
 #define FGK_BOOT_HAS_MCOUNT	0x1	/* mcount_cycles (size >= 96) */
 #define FGK_BOOT_HAS_ENTROPY	0x2	/* entropy_bits, entropy_src (>= 104) */
 #define FGK_BOOT_HAS_PHASES	0x4	/* phase_cycles (>= 152) */
+#define FGK_BOOT_HAS_SCHED	0x8	/* nr_sched_sections, sched_* (>= 184) */
 
 struct fgk_boot_info {
-	size_t size;		/* bytes decoded: 88, 96, 104 or 152 */
+	size_t size;		/* bytes decoded: 88, 96, 104, 152 or 184 */
 	uint32_t has;		/* FGK_BOOT_HAS_*: the appended fields present */
 	uint32_t magic;		/* FGK_BOOT_INFO_MAGIC once the decompressor ran */
 	uint32_t flags;		/* FGKASLR_F_*: fgk_boot_info_flag_name() */
@@ -283,6 +284,11 @@ struct fgk_boot_info {
 	uint32_t entropy_bits;
 	uint32_t entropy_src;
 	uint64_t phase_cycles[FGK_BOOT_PHASES];
+	/* the .sched.text.* domain (nr_sections, text_* are the .text.* one) */
+	uint32_t nr_sched_sections;
+	uint64_t sched_start;	/* link address of its first section */
+	uint64_t sched_end;	/* __sched_text_end */
+	uint64_t sched_used;	/* end of its shuffled packing */
 };
 /*
  * Decode a copy of the kernel's fgkaslr_boot_info (little-endian) of len
