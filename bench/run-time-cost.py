@@ -1163,7 +1163,7 @@ def replay(trace, mapfile=None, lines=None, sets=None, hot=None, warm=True, pair
 
 
 class Text:
-    """The randomized sections of a vmlinux in link order, where their
+    """The .text.* sections of a vmlinux in link order, where their
     functions' .cold parts are, which object file each came from, and
     layouts of them: the real algorithm's (libfgk) or a remedy's order
     packed by the same placement rule (docs/layout-spec.md section 7)."""
@@ -1171,7 +1171,11 @@ class Text:
     def __init__(self, kernel):
         self.vm = libfgk.Vmlinux(Path(kernel) / "vmlinux")
         lay = self.vm.layout(libfgk.random_seed())
-        self.secs = sorted(lay.sections, key=lambda s: s.addr)
+        # the .text.* domain: its packing starts at lay.start (a layout
+        # version 2 vmlinux also shuffles .sched.text.<object> sections,
+        # apart and below it; they are not modelled here)
+        self.secs = sorted((s for s in lay.sections if s.name.startswith(".text.")),
+                           key=lambda s: s.addr)
         self.start = lay.start
         self.starts = [s.addr for s in self.secs]
         # X.cold: GCC's cold part of X, in the main .text (not randomized)
@@ -1203,7 +1207,8 @@ class Text:
     def real(self, seed):
         """The kernel's own layout for seed: {position: new address}."""
         pos = {s.index: i for i, s in enumerate(self.secs)}
-        return {pos[s.index]: s.new_addr for s in self.vm.layout(seed).sections}
+        return {pos[s.index]: s.new_addr for s in self.vm.layout(seed).sections
+                if s.index in pos}
 
     def pack(self, order, cold_with=False):
         """Positions in `order` placed from start, each at its alignment;
