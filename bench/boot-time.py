@@ -23,10 +23,27 @@ FG-KASLR work in millions of guest instructions, in total, per phase and
 per function section.  The count does not move with host load (it moves a
 little with the seed, so each boot draws a new one); use it to compare two
 builds of the boot code on a busy machine, where wall time can't.
+
+Each --icount round also boots the same image with `nofgkaslr`, both under
+the fgk-icount plugin (perf-model/fgk-icount.c, built by make -C
+perf-model), which counts every guest instruction from QEMU's reset to the
+first instruction of init in user mode (the first one at a user address
+after the kernel's first kernel-half one): boot to init in guest
+instructions, split at the kernel's first kernel-half instruction into
+"pre-kernel" (firmware, setup code, decompressor, the identity-mapped
+startup_64) and "kernel".  It reports the FG-KASLR work as a share of the
+nofgkaslr boot to init, both in guest instructions, from the same run, and
+FG - nofgkaslr to init, which should be the FG work.  That is a share of
+work, not of wall time: waits (timers, devices, idle) cost wall time but
+few instructions, and an instruction's cost differs (the decompressor's
+random page accesses are dear under TCG).  Without the plugin (no
+qemu-plugin.h, no compiler) only the FG work is measured.
 """
 import re
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -49,31 +66,112 @@ def fg_stats(output):
     return st
 
 
-def boot(kernel, append, extra=()):
+def boot(kernel, append, extra=(), plugin=None):
     """One boot to init: host seconds to init's first console line, the
-    kernel's uptime at "Run /init", and fg_stats()."""
+    kernel's uptime at "Run /init", fg_stats(), and with plugin (the
+    fgk-icount .so) its guest instruction counts (parse_icount(); None
+    without)."""
     # The decompressor's numbers are root-only (/proc/fgkaslr_stats), not in dmesg.
     # kunit.enable=0: the FG build runs the fgkaslr suite at boot, and most of
     # its cases skip under nofgkaslr; the no-FG build has none: boot, not tests.
-    g = fgkrun.Guest("boot", "cat /proc/fgkaslr_stats 2>/dev/null; true", kernel=kernel,
-                     append=" ".join(x for x in ("kunit.enable=0", append) if x),
-                     kaslr=True, timeout=600, extra_qemu_args=list(extra))
-    t0 = time.monotonic()
-    g.start()
-    try:
-        ok = g.wait_for_console(re.escape(fgkrun.MARK_BEGIN), timeout=600)
-        wall = time.monotonic() - t0
-        res = g.wait()
-    finally:
-        g.kill()
+    with tempfile.TemporaryDirectory(prefix="fgk-boottime.") as tmp:
+        out = Path(tmp) / "icount.txt"
+        extra = list(extra) + (["-plugin", f"{plugin},out={out}"] if plugin else [])
+        g = fgkrun.Guest("boot", "cat /proc/fgkaslr_stats 2>/dev/null; true", kernel=kernel,
+                         append=" ".join(x for x in ("kunit.enable=0", append) if x),
+                         kaslr=True, timeout=600, extra_qemu_args=extra)
+        t0 = time.monotonic()
+        g.start()
+        share_autogroup_nice(g.proc.pid)
+        try:
+            ok = g.wait_for_console(re.escape(fgkrun.MARK_BEGIN), timeout=600)
+            wall = time.monotonic() - t0
+            res = g.wait()
+        finally:
+            g.kill()
+        ic = parse_icount(out.read_text()) if plugin and out.is_file() else None
     if not ok:
         raise SystemExit(f"boot-time: {kernel} did not reach init ({res.message})")
+    if plugin and not (ic and ic["reached"]):
+        raise SystemExit(f"boot-time: {kernel} {append}: fgk-icount saw no start of init ({ic})")
     m = re.search(r"\[\s*(\d+\.\d+)\] Run /init as init process", res.log)
-    return wall, float(m.group(1)) if m else float("nan"), fg_stats(res.output)
+    return wall, float(m.group(1)) if m else float("nan"), fg_stats(res.output), ic
 
 
+def share_autogroup_nice(pid):
+    """fgkrun starts QEMU in a session, so an autogroup, of its own at nice
+    0: give it this process's autogroup nice (`echo 19 >
+    /proc/BENCH/autogroup` then reaches QEMU too)."""
+    try:
+        m = re.search(r"nice\s+(-?\d+)", Path("/proc/self/autogroup").read_text())
+        if m:
+            Path(f"/proc/{pid}/autogroup").write_text(m.group(1))
+    except OSError:
+        pass
+
+
+PLUGIN = REPO / "build" / "perf-model" / "fgk-icount.so"
+
+
+def build_plugin():
+    """perf-model's fgk-icount plugin (make -C perf-model; it fetches QEMU
+    7.2's qemu-plugin.h once); None, with a message, if it can't be built."""
+    r = subprocess.run(["make", "-s", "-C", str(REPO / "perf-model"), str(PLUGIN)],
+                       capture_output=True, text=True)
+    if r.returncode or not PLUGIN.is_file():
+        why = (r.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"boot-time: no fgk-icount plugin ({why}): boot to init in guest "
+              "instructions not measured")
+        return None
+    return PLUGIN
+
+
+def parse_icount(text):
+    """fgk-icount's out= line (pre=N boot=N total=N first_kernel=0x..
+    first_user=0x.. reached=1): {name: int}; reached 0 when QEMU ended
+    before init started (then boot and first_user are absent)."""
+    line = next((ln for ln in text.splitlines() if ln.startswith("pre=")), None)
+    if line is None:
+        return None
+    kv = dict(f.split("=", 1) for f in line.split() if "=" in f)
+    return {k: int(v, 0) for k, v in kv.items()}
+
+
+def icount_summary(work, fg, nofg):
+    """The report lines on boot to init in guest instructions.  work: the
+    FG boots' FG-KASLR cycles (= instructions under -icount shift=0); fg,
+    nofg: their parse_icount() dicts, one per boot (FG image, the same image
+    with nofgkaslr)."""
+    med = statistics.median
+
+    def mi(x):
+        return f"{x / 1e6:,.1f} M"
+
+    def spread(xs):
+        return f"{mi(min(xs))}-{mi(max(xs))}" if len(xs) > 1 else "one boot"
+
+    w = med(work)
+    ft = [x["total"] for x in fg]
+    nt = [x["total"] for x in nofg]
+    lines = [
+        "boot to init (reset to init's first user-mode instruction), guest instructions, "
+        f"medians of {len(ft)}:",
+        f"  FG-KASLR   {mi(med(ft))} ({spread(ft)}): pre-kernel {mi(med(x['pre'] for x in fg))}, "
+        f"kernel {mi(med(x['boot'] for x in fg))}",
+        f"  nofgkaslr  {mi(med(nt))} ({spread(nt)}): pre-kernel "
+        f"{mi(med(x['pre'] for x in nofg))}, kernel {mi(med(x['boot'] for x in nofg))}",
+        f"FG work share of boot-to-init, guest instructions: {mi(w)} / {mi(med(nt))} = "
+        f"{100 * w / med(nt):.2f}% (a share of work, not of wall time; same run, same image "
+        "with nofgkaslr)",
+    ]
+    # FG - nofgkaslr: per round, and its pre-kernel part, which holds the FG work
+    d = [f["total"] - n["total"] for f, n in zip(fg, nofg)]
+    dp = [f["pre"] - n["pre"] for f, n in zip(fg, nofg)]
+    lines.append(f"FG - nofgkaslr to init: {mi(med(d))} ({spread(d)}); before the kernel "
+                 f"{mi(med(dp))} ({spread(dp)}), in the kernel {mi(med(d) - med(dp))}")
+    return lines
 def one(kernel, append):
-    wall, init, st = boot(kernel, append)
+    wall, init, st, _ = boot(kernel, append)
     fg_ms = st["us"] / 1000 if st["us"] is not None else 0.0
     timed = st["us"] is not None and st["cycles"] is not None
     mcount_ms = (fg_ms * st["mcount_cycles"] / st["cycles"]
@@ -108,17 +206,28 @@ ICOUNT = ("-icount", "shift=0", "-smp", "1")
 
 
 def instructions(kdir, rounds):
-    """The decompressor's FG-KASLR work in guest instructions (-icount)."""
-    runs = []
+    """The decompressor's FG-KASLR work in guest instructions (-icount),
+    and with the fgk-icount plugin the boot to init, against nofgkaslr of
+    the same image in the same rounds."""
+    plugin = build_plugin()
+    runs, fg_ic, nofg_ic, nofg_cycles = [], [], [], []
     for r in range(rounds):
-        cycles = boot(kdir / "bzImage", "", ICOUNT)[2]
+        _, _, cycles, ic = boot(kdir / "bzImage", "", ICOUNT, plugin)
         if not cycles["cycles"]:
             raise SystemExit(f"boot-time: {kdir / 'bzImage'}: no FG-KASLR cycles in "
                              "/proc/fgkaslr_stats (not an FG-KASLR kernel, or it booted nofgkaslr)")
         phases = dict(cycles["phases"] or {})
         phases["other"] = cycles["cycles"] - sum(phases.values())
         runs.append((cycles["cycles"], phases))
-        print(f"round {r + 1}/{rounds}: {cycles['cycles'] / 1e6:.1f} M instructions", flush=True)
+        msg = f"round {r + 1}/{rounds}: {cycles['cycles'] / 1e6:.1f} M instructions"
+        if plugin:
+            _, _, ncycles, nic = boot(kdir / "bzImage", "nofgkaslr", ICOUNT, plugin)
+            fg_ic.append(ic)
+            nofg_ic.append(nic)
+            nofg_cycles.append(ncycles["cycles"] or 0)
+            msg += (f"; to init {ic['total'] / 1e6:,.1f} M, with nofgkaslr "
+                    f"{nic['total'] / 1e6:,.1f} M")
+        print(msg, flush=True)
     total = statistics.median(t for t, _ in runs)
     secs = fgkbench.scale(kdir)["sections"]
     print(f"decompressor FG-KASLR work: {total / 1e6:.1f} M guest instructions "
@@ -126,7 +235,14 @@ def instructions(kdir, rounds):
           f"{total / secs:,.0f} per function section ({secs:,} sections)")
     print("phases (median M instructions): " + ", ".join(
         f"{n} {statistics.median(p.get(n, 0) for _, p in runs) / 1e6:.1f}" for n in runs[0][1]))
-    print(f"(QEMU -icount shift=0, {rounds} boots, each with its own random seed)")
+    if plugin:
+        for ln in icount_summary([t for t, _ in runs], fg_ic, nofg_ic):
+            print(ln)
+        print(f"(the decompressor's count under nofgkaslr, its base relocation between the "
+              f"FG-KASLR entry points: "
+              f"{statistics.median(nofg_cycles) / 1e6:.1f} M, in both totals)")
+    print(f"(QEMU -icount shift=0, {rounds} boots, each with its own random seed"
+          + (", each followed by one with nofgkaslr" if plugin else "") + ")")
 
 
 def main():
