@@ -11,8 +11,9 @@ be timed too); reports medians of
   wall:  host seconds from QEMU's start to init's first console line,
   init:  the kernel's own uptime at "Run /init",
   fg:    the decompressor's FG-KASLR time (boot message), mcount sort part,
-and the ratios against nofgkaslr measured in the same run; then one boot
-under -icount (below) for the decompressor's work in guest instructions.
+and the ratios against nofgkaslr measured in the same run; then one round
+under -icount (below): the decompressor's work, and its share of the boot
+to init, in guest instructions.
 
   bench/boot-time.py [ROUNDS]      (default 7)
   bench/boot-time.py --icount [ROUNDS]   (default 3)
@@ -241,8 +242,9 @@ def instructions(kdir, rounds):
         print(f"(the decompressor's count under nofgkaslr, its base relocation between the "
               f"FG-KASLR entry points: "
               f"{statistics.median(nofg_cycles) / 1e6:.1f} M, in both totals)")
-    print(f"(QEMU -icount shift=0, {rounds} boots, each with its own random seed"
-          + (", each followed by one with nofgkaslr" if plugin else "") + ")")
+    print(f"(QEMU -icount shift=0, {rounds} boot{'s' if rounds > 1 else ''}, each with its own "
+          "random seed"
+          + (", each followed by one of the same image with nofgkaslr" if plugin else "") + ")")
 
 
 def main():
