@@ -46,7 +46,8 @@ def test_icount_summary(bt):
     assert "FG work share of boot-to-init, guest instructions: 101.0 M / 2,050.0 M = 4.93%" in out
     assert "not of wall time" in out
     # FG - nofgkaslr per round: 90, 90, 90 M; before the kernel 100 M each
-    assert "FG - nofgkaslr to init: 90.0 M (90.0 M-90.0 M); before the kernel 100.0 M (100.0 M-100.0 M), in the kernel -10.0 M" in out
+    assert ("FG - nofgkaslr to init: 90.0 M (90.0 M-90.0 M); before the kernel 100.0 M "
+            "(100.0 M-100.0 M), in the kernel -10.0 M") in out
     assert "FG-KASLR   2,140.0 M (2,132.0 M-2,151.0 M): pre-kernel 851.0 M, kernel 1,290.0 M" in out
 
 
@@ -76,7 +77,8 @@ def test_plugin_counts_known_loop(tmp_path, nops, passes):
                        capture_output=True, text=True)
     if r.returncode:
         if not (REPO / "build" / "qemu-plugin" / "include" / "qemu-plugin.h").is_file():
-            pytest.skip("QEMU 7.2's qemu-plugin.h could not be fetched (scripts/qemu-plugin-header)")
+            pytest.skip("QEMU 7.2's qemu-plugin.h could not be fetched "
+                        "(scripts/qemu-plugin-header)")
         pytest.fail(f"make -C perf-model fgk-icount.so failed:\n{r.stdout}{r.stderr}")
     img, insns = rom(nops, passes)
     bios = tmp_path / "loop.rom"
