@@ -7,6 +7,7 @@ linked with its linker script).  Expected values come from binutils
 """
 import ctypes
 import json
+import math
 import os
 import re
 import shutil
@@ -698,6 +699,94 @@ def test_audit_counts_the_entry_text_after_the_region(elf_fixtures):
                                                                    abs=0.006)
     txt = run(FGK, "audit", fx)
     assert re.search(r"^  \.entry\.text section: .*PTI", txt, re.M), txt
+
+
+def domain_sections(path):
+    """Spec section 3 by readelf -SW alone: ([(index, name, addr, size)] of
+    the .sched.text.* sections, the same of the .text.* ones), non-empty
+    PROGBITS AX, index order; the .sched.text.* ones only for layout
+    version 2 (__fgkaslr_layout_version by nm)."""
+    d0, d1 = [], []
+    for ln in run("readelf", "-SW", path).splitlines():
+        m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+"
+                     r"([0-9a-f]+)\s+\S+\s+(\S+)\s", ln)
+        if not m or not int(m.group(4), 16) or not {"A", "X"} <= set(m.group(5)):
+            continue
+        e = (int(m.group(1)), m.group(2), int(m.group(3), 16), int(m.group(4), 16))
+        if e[1].startswith(".sched.text."):
+            d0.append(e)
+        elif e[1].startswith(".text."):
+            d1.append(e)
+    if nm_values(path).get("__fgkaslr_layout_version", 1) < 2:
+        d0 = []
+    return d0, d1
+
+
+def check_domains(path, seed=SEED):
+    """Layout.domains against readelf -SW and nm (domain_sections), and
+    against `fgk layout --json`'s domains; the layout itself."""
+    nm = nm_values(path)
+    want = domain_sections(path)
+    with libfgk.Vmlinux(path) as vm:
+        lay = vm.layout(seed)
+        ds = lay.domains
+        assert [d.prefix for d in ds] == [".sched.text.", ".text."]
+        assert [d.name for d in ds] == [".sched.text.*", ".text.*"]
+        assert [d.nonce for d in ds] == [b"fgkaslr-schd", b"fgkaslr-text"]
+        assert [d.index for d in ds] == [0, 1]
+        first = 0
+        for d, secs in zip(ds, want):
+            assert (d.first, d.n) == (first, len(secs)), d
+            first += d.n
+            mine = lay.sections[d.first:d.first + d.n]
+            assert [(s.index, s.name, s.addr, s.size) for s in mine] == secs, d.prefix
+            assert d.log2_orderings == pytest.approx(math.lgamma(len(secs) + 1) / math.log(2))
+            if not secs:
+                assert (d.start, d.limit, d.end, d.limit_symbol) == (None,) * 4
+                continue
+            sym = "__sched_text_end" if d.index == 0 else \
+                "__fgkaslr_text_end" if "__fgkaslr_text_end" in nm else "_etext"
+            assert d.limit_symbol == sym and d.limit == nm[sym]
+            assert d.start == min(s[2] for s in secs)
+            assert d.start <= d.end <= d.limit
+            assert all(d.start <= s.new_addr and s.new_addr + s.size <= d.end for s in mine)
+        assert first == lay.n
+        assert (ds[1].start, ds[1].limit, ds[1].end) == (lay.start, lay.limit, lay.end)
+        # fgk layout --json says the same
+        j = json.loads(run(FGK, "layout", path, "--seed", seed, "--json"))
+        assert j["domains"] == [
+            {"prefix": d.prefix, "sections": d.n,
+             "log2_orderings": round(d.log2_orderings, 1),
+             "start": None if d.start is None else f"{d.start:#018x}",
+             "limit": None if d.limit is None else f"{d.limit:#018x}",
+             "end": None if d.end is None else f"{d.end:#018x}",
+             "limit_symbol": d.limit_symbol, "nonce": d.nonce.decode(), "first": d.first}
+            for d in ds]
+        return ds
+
+
+def test_layout_domains_of_fixtures(elf_fixtures, fg_elf):
+    """Layout.domains (fgk_layout_domain*) on fixtures without a .sched.text.*
+    domain (fixture.elf; sched-v1.elf: its sections, but layout version 1)
+    and with one (sched.elf: three sections)."""
+    for path in (elf_fixtures / "fixture.elf", elf_fixtures / "sched-v1.elf", fg_elf):
+        d0, d1 = check_domains(path)
+        assert d0.n == 0 and d1.n > 3, path
+    d0, d1 = check_domains(elf_fixtures / "sched.elf")
+    assert d0.n == 3 and d0.limit < d1.start
+
+
+@pytest.mark.k612
+def test_layout_domains_of_the_kernel(vmlinux):
+    """Layout.domains of the built kernel: with the .sched.text.* domain
+    (kernel series 6.1 patch 27, 6.12 patch 28) a dozen sections below the
+    .text.* ones, else none."""
+    d0, d1 = check_domains(vmlinux)
+    print(f"{vmlinux}: .sched.text.* {d0.n} sections, log2(n!) {d0.log2_orderings:.1f}; "
+          f".text.* {d1.n}, {d1.log2_orderings:.1f}")
+    assert d1.n > 1000
+    if d0.n:
+        assert d0.limit < d1.start and d0.limit_symbol == "__sched_text_end"
 
 
 def production_python():

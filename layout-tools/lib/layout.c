@@ -505,3 +505,13 @@ const char *fgk_layout_domain(const struct fgk_layout *l, size_t i,
 		*n = D->n;
 	return D->prefix;
 }
+
+const uint8_t *fgk_layout_domain_nonce(const struct fgk_layout *l, size_t i)
+{
+	return i < FGK__NDOMAINS ? l->dom[i].nonce : NULL;
+}
+
+const char *fgk_layout_domain_limit_symbol(const struct fgk_layout *l, size_t i)
+{
+	return i < FGK__NDOMAINS ? l->dom[i].limit_sym : NULL;
+}

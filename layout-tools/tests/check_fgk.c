@@ -792,6 +792,12 @@ START_TEST(test_fixture_sched_domains)
 	ck_assert_uint_eq(first, 0);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_le(end, lim);
+	ck_assert_mem_eq(fgk_layout_domain_nonce(l, 0), fgk_sched_nonce, FGK_NONCE_SIZE);
+	ck_assert_mem_eq(fgk_layout_domain_nonce(l, 1), fgk_text_nonce, FGK_NONCE_SIZE);
+	ck_assert_ptr_null(fgk_layout_domain_nonce(l, 2));
+	ck_assert_str_eq(fgk_layout_domain_limit_symbol(l, 0), "__sched_text_end");
+	ck_assert_str_eq(fgk_layout_domain_limit_symbol(l, 1), "__fgkaslr_text_end");
+	ck_assert_ptr_null(fgk_layout_domain_limit_symbol(l, 2));
 	OK(fgk_permutation(&s, fgk_sched_nonce, 3, perm));
 	for (size_t k = 0; k < n; k++) {
 		const struct fgk_section *e = &secs[k];

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import math
 import os
 from ctypes import (POINTER, Structure, byref, c_bool, c_char, c_char_p, c_int,
                     c_size_t, c_uint, c_uint8, c_uint32, c_uint64, c_void_p)
@@ -44,7 +45,7 @@ __all__ = [
     "FgkLookupError", "KallsymsError", "CryptoError", "InvalidError", "VmcoreError",
     "NoVmcoreinfoError", "library_path", "parse_seed", "format_seed", "random_seed",
     "SeedRecord", "parse_seed_record", "read_seed_record",
-    "Vmlinux", "Layout", "Section", "Symbol", "SectionInfo", "Addr",
+    "Vmlinux", "Layout", "Domain", "Section", "Symbol", "SectionInfo", "Addr",
     "VmcoreInfo", "read_vmcore", "parse_vmcoreinfo", "unflatten",
     "kernel_offset_scan", "seed_scan", "module_name_eq", "find_module", "module_files",
     "build_id_from_notes", "BuildIdNote", "find_build_id_notes", "parse_build_id",
@@ -53,6 +54,7 @@ __all__ = [
 
 REPO = Path(__file__).resolve().parent.parent.parent
 SONAME = "libfgk.so.1"
+NONCE_SIZE = 12  # FGK_NONCE_SIZE
 
 # enum fgk_error_code
 ERR_NOMEM, ERR_OS, ERR_ELF, ERR_NOT_FGKASLR, ERR_NO_SYMTAB, ERR_NO_FIT, \
@@ -337,6 +339,11 @@ _PROTOTYPES = {
     "fgk_layout_end": (c_uint64, [_LAYOUT]),
     "fgk_layout_sections": (POINTER(_Section), [_LAYOUT, POINTER(c_size_t)]),
     "fgk_layout_order": (POINTER(c_uint32), [_LAYOUT]),
+    "fgk_layout_ndomains": (c_size_t, [_LAYOUT]),
+    "fgk_layout_domain": (c_char_p, [_LAYOUT, c_size_t, POINTER(c_uint64), POINTER(c_uint64),
+                                     POINTER(c_uint64), POINTER(c_size_t), POINTER(c_size_t)]),
+    "fgk_layout_domain_nonce": (POINTER(c_uint8), [_LAYOUT, c_size_t]),
+    "fgk_layout_domain_limit_symbol": (c_char_p, [_LAYOUT, c_size_t]),
     "fgk_addr_translate": (_ERR, [_VM, _LAYOUT, c_uint64, c_char_p, POINTER(_Addr)]),
     "fgk_addr_clear": (None, [POINTER(_Addr)]),
     "fgk_relink": (_ERR, [_VM, _LAYOUT, c_char_p, POINTER(_RelinkStats)]),
@@ -583,6 +590,35 @@ class Section:
     new_addr: int
 
 
+@dataclass(frozen=True)
+class Domain:
+    """A shuffle domain of a layout (docs/layout-spec.md section 3, version
+    2: ``.sched.text.`` then ``.text.``; fgk_layout_domain()).  Its
+    sections are ``Layout.sections[first:first + n]``, shuffled with
+    `nonce` and placed in [start, limit) up to `end`; start, limit, end
+    and limit_symbol are None for an empty domain (a vmlinux of layout
+    version 1 has no .sched.text.* one)."""
+    index: int
+    prefix: str         # ".sched.text." or ".text."
+    first: int
+    n: int              # its number of sections
+    start: int | None   # lowest link address of its sections
+    limit: int | None   # the value of limit_symbol
+    end: int | None     # where its placement stopped (<= limit)
+    limit_symbol: str | None    # "__sched_text_end"; "__fgkaslr_text_end" or "_etext"
+    nonce: bytes        # the section 4 nonce, 12 bytes: b"fgkaslr-schd", b"fgkaslr-text"
+
+    @property
+    def name(self) -> str:
+        """The prefix as a section name pattern: ".sched.text.*"."""
+        return self.prefix + "*"
+
+    @property
+    def log2_orderings(self) -> float:
+        """log2(n!): the bits of orderings of its shuffle."""
+        return math.lgamma(self.n + 1) / math.log(2) if self.n else 0.0
+
+
 class Vmlinux:
     """An opened vmlinux (or vmlinux.fgk, or any ELF file libfgk reads)."""
 
@@ -766,6 +802,7 @@ class Layout:
         self._secs = lib.fgk_layout_sections(p, byref(n))
         self.n = n.value
         self._sections = None
+        self._domains = None
 
     def close(self):
         if self._p:
@@ -793,6 +830,28 @@ class Layout:
                                       s.new_addr)
                               for s in (secs[i] for i in range(self.n))]
         return self._sections
+
+    @property
+    def domains(self) -> list:
+        """The shuffle domains (Domain), .sched.text. then .text. (section 3);
+        start, limit and end are the .text. one's."""
+        if self._domains is None:
+            p, lib = self._handle(), _L()
+            out = []
+            for i in range(lib.fgk_layout_ndomains(p)):
+                st, lim, end = c_uint64(), c_uint64(), c_uint64()
+                first, n = c_size_t(), c_size_t()
+                prefix = lib.fgk_layout_domain(p, i, byref(st), byref(lim), byref(end),
+                                               byref(first), byref(n))
+                nonce = ctypes.string_at(lib.fgk_layout_domain_nonce(p, i), NONCE_SIZE)
+                have = n.value > 0
+                out.append(Domain(i, _s(prefix), first.value, n.value,
+                                  st.value if have else None, lim.value if have else None,
+                                  end.value if have else None,
+                                  _s(lib.fgk_layout_domain_limit_symbol(p, i)) if have else None,
+                                  nonce))
+            self._domains = out
+        return self._domains
 
     def map(self, link: int) -> int:
         """Link address -> new address (identity outside randomized sections)."""

@@ -371,6 +371,14 @@ size_t fgk_layout_ndomains(const struct fgk_layout *l);
 const char *fgk_layout_domain(const struct fgk_layout *l, size_t i,
 			      uint64_t *start, uint64_t *limit, uint64_t *end,
 			      size_t *first, size_t *n);
+/*
+ * Domain i's §4 nonce, FGK_NONCE_SIZE bytes (fgk_sched_nonce for
+ * .sched.text.*, fgk_text_nonce for .text.*), and the symbol its limit is
+ * the value of ("__sched_text_end"; "__fgkaslr_text_end", or "_etext" in a
+ * vmlinux without it); NULL if i is out of range.
+ */
+const uint8_t *fgk_layout_domain_nonce(const struct fgk_layout *l, size_t i);
+const char *fgk_layout_domain_limit_symbol(const struct fgk_layout *l, size_t i);
 
 /* ---- symbols -------------------------------------------------------------- */
 
