@@ -162,6 +162,9 @@ def test_seed_moves_what_fgk_layout_moves(vmlinux):
     assert a["seed"]["moved_sections"] == len(moved)
     assert a["seed"]["moved_bytes"] == sum(int(s["size"], 16) for s in moved)
     assert a["seed"]["layout_end"] == lay["end"]
+    # fgk layout --json's domains[] carry audit's entropy.domains fields
+    assert [{k: d[k] for k in ("prefix", "sections", "log2_orderings")}
+            for d in lay["domains"]] == a["entropy"]["domains"]
 
 
 @pytest.fixture(scope="module")

@@ -193,6 +193,13 @@ def test_layout_json_is_the_tsv(vm, pretty):
     assert j["seed"] == SEED
     assert [{k: str(v) for k, v in s.items()} for s in j["sections"]] == rows
     assert j["start"] <= j["end"] <= j["limit"]
+    # spec section 3: the domains partition sections[] (fixture.elf has
+    # no .sched.text.* domain), the .text.* one is start/limit/end's
+    d0, d1 = j["domains"]
+    assert (d0["prefix"], d0["sections"], d0["start"], d0["first"]) == (".sched.text.", 0, None, 0)
+    assert (d1["prefix"], d1["sections"], d1["first"]) == (".text.", len(rows), 0)
+    assert (d1["start"], d1["limit"], d1["end"]) == (j["start"], j["limit"], j["end"])
+    assert (d0["nonce"], d1["nonce"]) == ("fgkaslr-schd", "fgkaslr-text")
     # jq: where did fn_tiny's section go, how many sections moved
     want = next(r["new"] for r in rows if r["name"] == ".text.fn_tiny")
     assert jq('.sections[] | select(.name == ".text.fn_tiny") | .new', out, "-r") == want + "\n"

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* fgk layout: the randomized sections and their new addresses. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,7 +13,8 @@ static const char help[] =
 "                 [--relink OUT]\n"
 "\n"
 "Print the FG-KASLR layout of VMLINUX for SEED (docs/layout-spec.md): one\n"
-"line per randomized section, in section header index order.\n"
+"line per randomized section, domain by domain (.sched.text.* first), in\n"
+"section header index order within each.\n"
 "\n"
 "TSV output (default): a header line, then tab-separated columns\n"
 "  index  name  link  new  size  align\n"
@@ -20,9 +22,12 @@ static const char help[] =
 "(0x + 16 hex digits; new is the address with base offset 0); size =\n"
 "0x hex; align = decimal.\n"
 "\n"
-"--json   one JSON object: seed, start, limit, end, sections[] with the same\n"
-"         fields (addresses and sizes as \"0x...\" strings); --pretty: the\n"
-"         same, indented (docs/fgk-layout.1.md).\n"
+"--json   one JSON object: seed, start, limit, end, domains[] (spec section 3:\n"
+"         .sched.text. then .text.: prefix, sections, log2_orderings as in\n"
+"         fgk audit --json, start, limit, end, limit_symbol, nonce, first),\n"
+"         sections[] with the same fields as the TSV (addresses and sizes as\n"
+"         \"0x...\" strings); --pretty: the same, indented\n"
+"         (docs/fgk-layout.1.md).\n"
 CLI_TARGET_HELP
 "\n"
 "MODULE.ko (a file whose name ends in .ko): the module's core text as the\n"
@@ -41,6 +46,47 @@ CLI_TARGET_HELP
 "         module with its core text sections merged into one .text at these\n"
 "         offsets, symbols and DWARF moved along, for debuggers that place\n"
 "         only a module's .text at its base (crash: mod -s NAME OUT).\n";
+
+/*
+ * Spec §3: one object per shuffle domain, fgk_layout_domain() order
+ * (.sched.text. then .text.), with fgk audit --json's entropy.domains
+ * fields (prefix, sections, log2_orderings) and where it lies: start,
+ * limit, end (null for an empty domain), limit_symbol, nonce, first (its
+ * first entry in sections[]).
+ */
+static void json_domains(struct json *j, const struct fgk_layout *l)
+{
+	json_name(j, "domains");
+	json_start_array(j);
+	for (size_t d = 0; d < fgk_layout_ndomains(l); d++) {
+		uint64_t start, limit, end;
+		size_t first, n;
+		const char *prefix = fgk_layout_domain(l, d, &start, &limit, &end, &first, &n);
+
+		json_start_object(j);
+		json_string_field(j, "prefix", prefix);
+		json_u64_field(j, "sections", n);
+		json_name(j, "log2_orderings");
+		json_fixed(j, n ? lgamma((double)n + 1) / log(2.0) : 0, 1);
+		if (n) {
+			json_addr_field(j, "start", start);
+			json_addr_field(j, "limit", limit);
+			json_addr_field(j, "end", end);
+			json_string_field(j, "limit_symbol",
+					  fgk_layout_domain_limit_symbol(l, d));
+		} else {
+			json_null_field(j, "start");
+			json_null_field(j, "limit");
+			json_null_field(j, "end");
+			json_null_field(j, "limit_symbol");
+		}
+		json_name(j, "nonce");
+		json_string_len(j, (const char *)fgk_layout_domain_nonce(l, d), FGK_NONCE_SIZE);
+		json_u64_field(j, "first", first);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
 
 static bool is_module(const char *path)
 {
@@ -205,6 +251,7 @@ static int run(int argc, char **argv)
 		json_addr_field(&j, "start", fgk_layout_start(l));
 		json_addr_field(&j, "limit", fgk_layout_limit(l));
 		json_addr_field(&j, "end", fgk_layout_end(l));
+		json_domains(&j, l);
 		json_name(&j, "sections");
 		json_start_array(&j);
 		for (size_t i = 0; i < n; i++) {
