@@ -1202,7 +1202,11 @@ class Text:
                     if s.name.startswith(".text."):
                         owner.setdefault(s.name, str(path.relative_to(tree)) if
                                          path.is_relative_to(tree) else o)
-        return [owner.get(s.name, "?") for s in self.secs]
+        # .text.<object path> (kernel series patch 29, 6.1: 28): an object's
+        # plain .text, named after the object, not a function
+        return [owner.get(s.name) or (s.name[len(".text."):] if "/" in s.name
+                                      and s.name.endswith(".o") else "?")
+                for s in self.secs]
 
     def real(self, seed):
         """The kernel's own layout for seed: {position: new address}."""

@@ -49,7 +49,12 @@ static const struct {
 	  "retpoline and return thunks: found by range, SRSO needs their alignment" },
 };
 
-#define WHY_TEXT "the rest of the main .text: head code that runs before the shuffle, asm functions (SYM_FUNC_START in .text), .text.hot/.text.unlikely/.text.fixup, named by the linker script and not shuffled"
+/*
+ * True before and after kernel series patch 29 (6.1: 28), which gives each
+ * object's plain .text (and .ref.text) a section .text.<object>: §3's
+ * .text.* rule shuffles it in D1 (a "shuffled .text.*" region here).
+ */
+#define WHY_TEXT "the rest of the main .text, named by the linker script and not shuffled: the head code the CPUs enter by (.head.text, head_64.o's .text), the retpoline and return thunks (.text..__x86.*, found by range), input sections without a function's name (.text.hot, .text.unlikely, .text.fixup); before kernel series patch 29 (6.1: 28) also .ref.text and every object's plain .text (assembly, SYM_FUNC_START in .text; init/ objects built with -fno-function-sections), which that patch puts in a .text.<object> section per object, shuffled like a function's"
 #define WHY_ENTRY "fixed text after the shuffled region (from __fgkaslr_text_end, the region's end): the PMD-aligned entry text, which PTI maps into the user page tables (entry trampoline, syscall and interrupt entry), and the SRSO thunks placed with it; the rest is int3 padding to a 2 MiB boundary"
 #define WHY_INIT "init-only: freed after boot"
 #define WHY_OTHER "executable section outside .text, not shuffled"
