@@ -5,6 +5,7 @@ sections and log2(n!) against readelf -SW, the gadget census against
 ROPgadget run directly on one region, and hostile input.  Needs the
 default kernel (build/kernel; KVERSION=6.12: build/kernel-6.12), and
 ROPgadget (python3-ropgadget) for the census."""
+import bisect
 import json
 import math
 import re
@@ -68,6 +69,26 @@ def funcs(vmlinux):
                 a = int(p[1], 16)
                 f[a] = max(f.get(a, 0), size)
     return f
+
+
+def function_spans(funcs):
+    """The union of the function symbols' [value, value + size) (funcs:
+    {address: largest size}) as (starts, ends) of disjoint sorted spans."""
+    starts, ends = [], []
+    for a in sorted(funcs):
+        e = a + funcs[a]
+        if starts and a <= ends[-1]:
+            ends[-1] = max(ends[-1], e)
+        else:
+            starts.append(a)
+            ends.append(e)
+    return starts, ends
+
+
+def in_function(spans, addr):
+    starts, ends = spans
+    i = bisect.bisect_right(starts, addr) - 1
+    return i >= 0 and addr < ends[i]
 
 
 def innermost(regions, addr):
@@ -178,7 +199,8 @@ def census(vmlinux, tmp_path_factory):
     return out
 
 
-def test_gadget_census_matches_ropgadget_on_one_region(vmlinux, census, sections, tmp_path):
+def test_gadget_census_matches_ropgadget_on_one_region(vmlinux, census, sections, funcs,
+                                                       tmp_path):
     a = json.loads(fgk("audit", vmlinux, "--gadgets", census, "--json", status=0).stdout)
     rs = regions_of(a)
     g = a["gadgets"]
@@ -221,10 +243,54 @@ def test_gadget_census_matches_ropgadget_on_one_region(vmlinux, census, sections
         kinds["rop" if last.startswith("ret") else
               "jop" if last.startswith(("jmp", "call")) else "other"] += 1
     assert len(direct) > 100
-    assert sched["gadgets"] == dict(kinds, total=len(direct))
+    spans = function_spans(funcs)
+    outside = sum(not in_function(spans, int(ln.split()[0], 16)) for ln in direct)
+    assert sched["gadgets"] == dict(kinds, total=len(direct), outside_functions=outside)
     # the text report says the same
     txt = fgk("audit", vmlinux, "--gadgets", census, status=0).stdout
     assert f"fixed resident {g['fixed']['total']} ({g['unique']['fixed']} unique)" in txt
+
+
+@pytest.mark.k612
+def test_gadgets_outside_functions_match_the_symbol_table(vmlinux, census, funcs):
+    """The gadgets that start outside every function symbol's [value,
+    value + size) (readelf -sW's sized FUNC symbols), per region and per
+    class, counted here from the census and the symbol table: code without
+    function symbols (entry stubs) is why the fixed share of the gadgets
+    exceeds the fixed share of the function bytes."""
+    a = json.loads(fgk("audit", vmlinux, "--gadgets", census, "--json", status=0).stdout)
+    rs = regions_of(a)
+    spans = function_spans(funcs)
+    want = {r["name"]: 0 for r in rs}
+    for ln in census.read_text().splitlines():
+        if ln.startswith("0x"):
+            addr = int(ln.split(None, 1)[0], 16)
+            if not in_function(spans, addr):
+                r = innermost(rs, addr)
+                if r:
+                    want[r["name"]] += 1
+    assert {r["name"]: r["gadgets"]["outside_functions"] for r in rs} == want
+    g = a["gadgets"]
+    for c in ("moving", "fixed", "init"):
+        assert g[c]["outside_functions"] == sum(want[r["name"]] for r in rs
+                                                if r["class"] == c), c
+        assert g[c]["outside_functions"] <= g[c]["total"]
+    mv, fx = g["moving"], g["fixed"]
+    inside_fx = fx["total"] - fx["outside_functions"]
+    inside = inside_fx + mv["total"] - mv["outside_functions"]
+    t = a["totals"]
+    fx_bytes = 100 * t["fixed"]["function_bytes"] / (t["fixed"]["function_bytes"]
+                                                     + t["moving"]["function_bytes"])
+    print(f"{vmlinux}: gadgets outside functions: moving {mv['outside_functions']} of "
+          f"{mv['total']}, fixed {fx['outside_functions']} of {fx['total']}; fixed share "
+          f"{100 * fx['total'] / (fx['total'] + mv['total']):.2f} % of all gadgets, "
+          f"{100 * inside_fx / inside:.2f} % of those inside functions, "
+          f"{fx_bytes:.2f} % of function bytes")
+    assert fx["outside_functions"] > 0
+    txt = fgk("audit", vmlinux, "--gadgets", census, status=0).stdout
+    assert (f"moving {mv['outside_functions']} (" in txt and
+            f"fixed resident {fx['outside_functions']} (" in txt and
+            f"inside functions the fixed share is {inside_fx} of {inside} " in txt), txt
 
 
 def test_no_fg_kernel_has_nothing_that_moves():

@@ -789,6 +789,40 @@ def test_layout_domains_of_the_kernel(vmlinux):
         assert d0.limit < d1.start and d0.limit_symbol == "__sched_text_end"
 
 
+def test_audit_gadgets_outside_functions(elf_fixtures, tmp_path):
+    """fgk audit --gadgets counts, per region and class, the gadgets that
+    start outside every function symbol's [value, value + size) (readelf
+    -sW's sized FUNC symbols): gadget lines at each function's first,
+    last and one-past-the-end byte and at each region's ends of entry.elf
+    (its .entry.text section has code and padding without functions)."""
+    fx = elf_fixtures / "entry.elf"
+    funcs = readelf_funcs(fx)
+    regions = json.loads(run(FGK, "audit", fx, "--json"))["regions"]
+    ext = [(int(r["start"], 16), int(r["end"], 16)) for r in regions]
+    addrs = sorted({x for a, n in funcs.items() for x in (a, a + n - 1, a + n)} |
+                   {x for a, e in ext if e > a for x in (a, e - 1)})
+    g = tmp_path / "gadgets.txt"
+    g.write_text("Gadgets information\n" + "".join(f"{x:#018x} : nop ; ret\n" for x in addrs))
+    a = json.loads(run(FGK, "audit", fx, "--gadgets", g, "--json"))
+
+    def innermost(x):
+        inside = [k for k, (s, e) in enumerate(ext) if s <= x < e]
+        return min(inside, key=lambda k: ext[k][1] - ext[k][0]) if inside else None
+
+    want = [0] * len(regions)
+    for x in addrs:
+        k = innermost(x)
+        if k is not None and not any(f <= x < f + n for f, n in funcs.items()):
+            want[k] += 1
+    got = [r["gadgets"]["outside_functions"] for r in a["regions"]]
+    assert got == want and sum(want) > 3
+    for c in ("moving", "fixed", "init"):
+        assert a["gadgets"][c]["outside_functions"] == \
+            sum(w for w, r in zip(want, regions) if r["class"] == c)
+    assert a["gadgets"]["fixed"]["outside_functions"] > 0
+    assert a["gadgets"]["moving"]["outside_functions"] > 0
+
+
 def production_python():
     """The project's Python outside python/ that ships or runs for users:
     fgk-gdb, the QEMU runner, the benches and the Python scripts."""

@@ -28,7 +28,8 @@ static const char help[] =
 "                '0xADDRESS : insn ; ... ; ret' (ROPgadget --all; '-' = stdin;\n"
 "                scripts/gadget-census VMLINUX runs ROPgadget on the text\n"
 "                regions); gadgets are counted per region, moving versus\n"
-"                fixed versus init-only, ROP (ret) / JOP (jmp, call) / other\n"
+"                fixed versus init-only, ROP (ret) / JOP (jmp, call) / other,\n"
+"                and those starting outside every function symbol\n"
 "--json          one JSON object (docs/fgk-audit.1.md); --pretty: indented\n";
 
 static const char *const kind_names[FGK_GADGET_KINDS] = { "rop", "jop", "other" };
@@ -67,12 +68,13 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-static void json_gadgets(struct json *j, const uint64_t *g)
+static void json_gadgets(struct json *j, const uint64_t *g, uint64_t outside_functions)
 {
 	json_start_object(j);
 	for (int k = 0; k < FGK_GADGET_KINDS; k++)
 		json_u64_field(j, kind_names[k], g[k]);
 	json_u64_field(j, "total", kinds_total(g));
+	json_u64_field(j, "outside_functions", outside_functions);
 	json_end_object(j);
 }
 
@@ -114,7 +116,7 @@ static void print_json(struct fgk_vmlinux *vm, const struct fgk_audit *a,
 		json_string_field(&j, "why", r->why);
 		json_name(&j, "gadgets");
 		if (a->have_gadgets)
-			json_gadgets(&j, r->gadgets);
+			json_gadgets(&j, r->gadgets, r->gadgets_outside_functions);
 		else
 			json_null(&j);
 		json_end_object(&j);
@@ -169,7 +171,7 @@ static void print_json(struct fgk_vmlinux *vm, const struct fgk_audit *a,
 		json_start_object(&j);
 		for (int c = 0; c < FGK_AUDIT_CLASSES; c++) {
 			json_name(&j, class_names[c]);
-			json_gadgets(&j, a->gadgets[c]);
+			json_gadgets(&j, a->gadgets[c], a->gadgets_outside_functions[c]);
 		}
 		json_name(&j, "unique");
 		json_start_object(&j);
@@ -197,7 +199,8 @@ static void print_text(struct fgk_vmlinux *vm, const struct fgk_audit *a)
 	       fgk_vmlinux_release(vm) ? fgk_vmlinux_release(vm) : "?",
 	       fgk_vmlinux_build_id(vm) ? fgk_vmlinux_build_id(vm) : "none");
 	printf("%-22s %-7s %10s %7s %10s %5s%s\n", "region", "class", "bytes", "funcs",
-	       "func-bytes", "asm", a->have_gadgets ? "  gadgets (rop/jop/other)" : "");
+	       "func-bytes", "asm",
+	       a->have_gadgets ? "  gadgets (rop/jop/other), outside functions" : "");
 	for (size_t i = 0; i < a->nregions; i++) {
 		const struct fgk_audit_region *r = &a->regions[i];
 		char asmn[24];
@@ -211,11 +214,12 @@ static void print_text(struct fgk_vmlinux *vm, const struct fgk_audit *a)
 		       (unsigned long long)r->bytes, r->functions,
 		       (unsigned long long)r->function_bytes, asmn);
 		if (a->have_gadgets)
-			printf("  %llu (%llu/%llu/%llu)",
+			printf("  %llu (%llu/%llu/%llu), %llu",
 			       (unsigned long long)kinds_total(r->gadgets),
 			       (unsigned long long)r->gadgets[0],
 			       (unsigned long long)r->gadgets[1],
-			       (unsigned long long)r->gadgets[2]);
+			       (unsigned long long)r->gadgets[2],
+			       (unsigned long long)r->gadgets_outside_functions);
 		putchar('\n');
 	}
 	printf("\nwhy the fixed regions stay:\n");
@@ -269,6 +273,18 @@ static void print_text(struct fgk_vmlinux *vm, const struct fgk_audit *a)
 		printf("one leaked base or fixed-code pointer gives %llu gadgets (%.1f%% of the resident %llu); without FG-KASLR it gives all %llu\n",
 		       (unsigned long long)fx, pct(fx, mv + fx),
 		       (unsigned long long)(mv + fx), (unsigned long long)(mv + fx));
+		{
+			uint64_t mo = a->gadgets_outside_functions[FGK_AUDIT_MOVING];
+			uint64_t fo = a->gadgets_outside_functions[FGK_AUDIT_FIXED];
+
+			printf("gadgets outside any function symbol (code without one: SYM_CODE entry stubs, padding): moving %llu (%.1f%%), fixed resident %llu (%.1f%%); inside functions the fixed share is %llu of %llu (%.1f%%; of function bytes %.2f%%)\n",
+			       (unsigned long long)mo, pct(mo, mv),
+			       (unsigned long long)fo, pct(fo, fx),
+			       (unsigned long long)(fx - fo),
+			       (unsigned long long)(mv - mo + fx - fo),
+			       pct(fx - fo, mv - mo + fx - fo),
+			       pct(t[FGK_AUDIT_FIXED].function_bytes, resident));
+		}
 	}
 }
 

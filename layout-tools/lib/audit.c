@@ -63,6 +63,38 @@ struct func {
 	uint64_t addr, size;
 };
 
+/*
+ * struct fgk_audit and what fgk_audit_gadgets() needs of the symbol table:
+ * the union of the function symbols' [value, value + size), as disjoint
+ * spans sorted by address.
+ */
+struct audit {
+	struct fgk_audit pub;
+	size_t nspans;
+	struct func *spans;	/* addr, size of each span */
+};
+
+static struct audit *audit_of(struct fgk_audit *a)
+{
+	return (struct audit *)a;	/* pub is the first member */
+}
+
+/* Is addr inside a function symbol's [value, value + size)? */
+static bool in_function(const struct audit *A, uint64_t addr)
+{
+	size_t lo = 0, hi = A->nspans;
+
+	while (lo < hi) {	/* the first span ending after addr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (A->spans[mid].addr + A->spans[mid].size <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < A->nspans && A->spans[lo].addr <= addr;
+}
+
 static int cmp_func(const void *a, const void *b)
 {
 	const struct func *x = a, *y = b;
@@ -149,13 +181,15 @@ void fgk_audit_free(struct fgk_audit *a)
 	if (!a)
 		return;
 	free(a->regions);
-	free(a);
+	free(audit_of(a)->spans);
+	free(audit_of(a));
 }
 
 struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 				    const struct fgk_seed *seed,
 				    struct fgk_audit **ret)
 {
+	struct audit *A;
 	struct fgk_audit *a;
 	struct fgk_error *err;
 	struct fgk_audit_region r;
@@ -171,9 +205,10 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	err = fgk__require_symtab(vm, "the text region bounds");
 	if (err)
 		return err;
-	a = calloc(1, sizeof(*a));
-	if (!a)
+	A = calloc(1, sizeof(*A));
+	if (!A)
 		return &fgk_enomem;
+	a = &A->pub;
 	a->asm_known = true;
 
 	/*
@@ -349,6 +384,28 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		funcs[nfuncs++].size = s->size;
 	}
 	qsort(funcs, nfuncs, sizeof(*funcs), cmp_func);
+	/* their union, for fgk_audit_gadgets(): disjoint spans by address */
+	if (nfuncs) {
+		A->spans = malloc(nfuncs * sizeof(*A->spans));
+		if (!A->spans) {
+			err = &fgk_enomem;
+			goto fail;
+		}
+	}
+	for (size_t i = 0; i < nfuncs; i++) {
+		struct func *last = A->nspans ? &A->spans[A->nspans - 1] : NULL;
+		uint64_t end = funcs[i].addr + funcs[i].size;
+
+		if (end < funcs[i].addr)
+			end = UINT64_MAX;	/* wraps: to the top */
+		if (last && funcs[i].addr <= last->addr + last->size) {
+			if (end > last->addr + last->size)
+				last->size = end - last->addr;
+		} else {
+			A->spans[A->nspans].addr = funcs[i].addr;
+			A->spans[A->nspans++].size = end - funcs[i].addr;
+		}
+	}
 	/* asm or C: the source file DWARF gives a fixed function (optional) */
 	if (fgk_dwarf_open(vm->path, &dw)) {
 		dw = NULL;
@@ -445,9 +502,12 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 
 	memset(a->gadgets, 0, sizeof(a->gadgets));
 	memset(a->unique, 0, sizeof(a->unique));
+	memset(a->gadgets_outside_functions, 0, sizeof(a->gadgets_outside_functions));
 	a->gadgets_outside = 0;
-	for (size_t i = 0; i < a->nregions; i++)
+	for (size_t i = 0; i < a->nregions; i++) {
 		memset(a->regions[i].gadgets, 0, sizeof(a->regions[i].gadgets));
+		a->regions[i].gadgets_outside_functions = 0;
+	}
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -502,6 +562,10 @@ struct fgk_error *fgk_audit_gadgets(struct fgk_audit *a, const char *text,
 		reg->gadgets[kind]++;
 		cls = fgk_audit_region_class(reg);
 		a->gadgets[cls][kind]++;
+		if (!in_function(audit_of(a), addr)) {
+			reg->gadgets_outside_functions++;
+			a->gadgets_outside_functions[cls]++;
+		}
 		if (nh[cls] == caph[cls]) {
 			size_t ncap = caph[cls] ? 2 * caph[cls] : 4096;
 			uint64_t *np = realloc(hashes[cls], ncap * sizeof(*np));

@@ -1071,6 +1071,12 @@ struct fgk_audit_region {
 	bool moves, init;
 	const char *why;		/* why it stays; NULL if it moves */
 	uint64_t gadgets[FGK_GADGET_KINDS];
+	/*
+	 * Of those, the gadgets that start outside every function symbol's
+	 * [value, value + size) (sized STT_FUNC, any section): code without
+	 * function symbols (SYM_CODE entry stubs, .irqentry.text), padding.
+	 */
+	uint64_t gadgets_outside_functions;
 };
 struct fgk_audit {
 	size_t nregions;
@@ -1094,6 +1100,8 @@ struct fgk_audit {
 	 */
 	size_t domain_sections[2];
 	double domain_log2_orderings[2];
+	/* fgk_audit_gadgets: per class, the regions' gadgets_outside_functions */
+	uint64_t gadgets_outside_functions[FGK_AUDIT_CLASSES];
 };
 /* Regions, functions, entropy of vm; seed may be NULL. */
 struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
