@@ -162,6 +162,13 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     sched = sched_region()
     extra = [f"dump binary memory {tmp_path / 'sched.bin'} {sched[0]:#x} {sched[1]:#x}"] \
         if sched else []
+    # .orc_unwind_ip: the kernel re-sorts it at boot; its entries' targets
+    # (PC32) must be the relinked file's, section terminators included
+    _, vsecs = elf_sections(VMLINUX)
+    orc = vsecs.get(".orc_unwind_ip")
+    if orc:
+        extra.append(f"dump binary memory {tmp_path / 'orc_ip.bin'} {orc['addr']:#x} "
+                     f"{orc['addr'] + orc['size']:#x}")
     with guest(GUEST, profile="debug", seed=SEED, gdb=0, timeout=1800) as g:
         assert g.wait_for_console("FGK-RELINK-READY", timeout=600), "guest did not come up"
         r = gdb(f"target remote 127.0.0.1:{g.gdb_port}",
@@ -211,6 +218,30 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
         # everywhere
         assert len(diff) < len(want) // 10
         assert not unexplained, [hex(start + i) for i in unexplained[:10]]
+
+    # 1b. the ORC table: the multiset of targets the guest's (sorted) table
+    # holds equals the relinked file's (unsorted: relink patches entries in
+    # place). A section terminator points one past the section it ends and
+    # moves with that section (kernel series patch 2); mapping its address
+    # as an address would move it with the next section, or not at all.
+    if orc:
+        def targets(raw, base):
+            n = len(raw) // 4
+            return sorted(base + 4 * i + v for i, v in
+                          enumerate(struct.unpack_from(f"<{n}i", raw)))
+        rsec = secs[".orc_unwind_ip"]
+        assert (rsec["addr"], rsec["size"]) == (orc["addr"], orc["size"])
+        want_ip = targets(data[rsec["off"]: rsec["off"] + rsec["size"]], orc["addr"])
+        got_ip = targets((tmp_path / "orc_ip.bin").read_bytes(), orc["addr"])
+        assert len(got_ip) == len(want_ip)
+        if got_ip != want_ip:
+            import collections
+            w, g_ = collections.Counter(want_ip), collections.Counter(got_ip)
+            only_file, only_guest = sorted((w - g_).elements()), sorted((g_ - w).elements())
+            pytest.fail(f".orc_unwind_ip: {len(only_file)} targets only in vmlinux.fgk "
+                        f"(first {[hex(a) for a in only_file[:5]]}), {len(only_guest)} "
+                        f"only in the guest (first {[hex(a) for a in only_guest[:5]]})")
+        print(f".orc_unwind_ip: {len(got_ip)} entries, the same targets as vmlinux.fgk")
 
     # 2. gdb: symbols, lines, breakpoints, backtrace
     out = r.stdout

@@ -53,6 +53,8 @@ struct relink {
 		uint64_t start, end;	/* link addresses */
 		unsigned entsize;
 		bool abs64;		/* one absolute u64 entry, else PC32 fields */
+		size_t orc;		/* .orc_unwind_ip: .orc_unwind's index, else 0 */
+		bool orc_type3;		/* orc_entry has type:3 (.orc_header, 6.4+) */
 	} sorted[3];
 	unsigned nsorted;
 	Elf64_Rela *chunk;		/* RELA_CHUNK relocations read at a time */
@@ -371,7 +373,52 @@ static void add_sorted_table(struct relink *r, size_t sec, uint64_t start,
 	    sh->sh_type != SHT_PROGBITS || start > end || start < sh->sh_addr ||
 	    end - sh->sh_addr > sh->sh_size || (end - start) % entsize)
 		return;		/* not a table this rule knows: left as relocated */
-	r->sorted[r->nsorted++] = (struct sorted_table){ sec, start, end, entsize, abs64 };
+	r->sorted[r->nsorted++] = (struct sorted_table){ sec, start, end, entsize, abs64, 0, false };
+}
+
+/*
+ * .orc_unwind_ip's entries name their struct orc_entry in .orc_unwind by
+ * index.  A section terminator (an entry that ends the unwind data of the
+ * section before it) points at the end of that section, one past its last
+ * byte: the kernel's relocs tool and boot code move it with the section
+ * holding the byte before it, and so must relink (fix_sorted_tables).
+ * struct orc_entry is 6 bytes: sp_offset, bp_offset, then, since Linux 6.4
+ * (which added .orc_header), sp_reg:4 bp_reg:4 type:3 signal:1, a
+ * terminator being type ORC_TYPE_UNDEFINED (0); before, sp_reg:4 bp_reg:4
+ * type:2 end:1, a terminator being sp_reg ORC_REG_UNDEFINED (0) and !end.
+ */
+static void find_orc_entries(struct relink *r, struct sorted_table *st)
+{
+	struct fgk_vmlinux *vm = r->vm;
+	uint64_t n = (st->end - st->start) / 4;
+	bool header = false;
+	size_t orc = 0;
+
+	for (size_t i = 1; i < vm->shnum; i++) {
+		const GElf_Shdr *sh = &vm->secs[i].shdr;
+		const char *name = vm->secs[i].name;
+
+		if (!name)
+			continue;
+		if (!strcmp(name, ".orc_header"))
+			header = true;
+		else if (!strcmp(name, ".orc_unwind") && sh->sh_type == SHT_PROGBITS &&
+			 sh->sh_size == 6 * n && sh->sh_offset + sh->sh_size <= vm->image_size)
+			orc = i;
+	}
+	st->orc = orc;		/* no table of the right size: no terminators */
+	st->orc_type3 = header;
+}
+
+static bool orc_terminator(const struct relink *r, const struct sorted_table *st,
+			   uint64_t k)
+{
+	const unsigned char *e = (const unsigned char *)r->vm->image +
+				 r->vm->secs[st->orc].shdr.sh_offset + 6 * k;
+
+	if (st->orc_type3)
+		return (e[5] & 0x7) == 0;
+	return (e[4] & 0xf) == 0 && !(e[5] & 0x4);
 }
 
 /*
@@ -397,8 +444,13 @@ static void find_sorted_tables(struct relink *r)
 			continue;
 		if (!strcmp(name, "__ex_table"))	/* insn, fixup, data */
 			add_sorted_table(r, i, sh->sh_addr, sh->sh_addr + sh->sh_size, 12, false);
-		else if (!strcmp(name, ".orc_unwind_ip"))
+		else if (!strcmp(name, ".orc_unwind_ip")) {
+			unsigned before = r->nsorted;
+
 			add_sorted_table(r, i, sh->sh_addr, sh->sh_addr + sh->sh_size, 4, false);
+			if (r->nsorted > before)
+				find_orc_entries(r, &r->sorted[before]);
+		}
 	}
 	ea = fgk_symbol_lookup(vm, "__start_mcount_loc", &a);
 	eb = ea ? NULL : fgk_symbol_lookup(vm, "__stop_mcount_loc", &b);
@@ -442,10 +494,15 @@ static struct fgk_error *fix_sorted_tables(struct relink *r)
 				} else {
 					int32_t v;
 
+					uint64_t moved;
+
 					memcpy(&v, in + at, 4);
 					target = p + 4 * f + (uint64_t)(int64_t)v;
-					change = (int64_t)(fgk_layout_map(r->l, target) - target -
-							   (uint64_t)dx);
+					if (st->orc && orc_terminator(r, st, (p - st->start) / 4))
+						moved = fgk_layout_map(r->l, target - 1) + 1;
+					else
+						moved = fgk_layout_map(r->l, target);
+					change = (int64_t)(moved - target - (uint64_t)dx);
 				}
 				if (!change)
 					continue;
