@@ -378,6 +378,17 @@ def sorted_table_targets(path):
                     v, = struct.unpack_from("<i", data, k * entsize + field)
                     targets.append(p + field + v)
             out[name] = targets
+        orc, ip = elf.get_section_by_name(".orc_unwind"), out.get(".orc_unwind_ip")
+        if orc is not None and ip is not None:
+            # struct orc_entry (6 bytes): since 6.4 (.orc_header) type:3 in
+            # byte 5, a section terminator being ORC_TYPE_UNDEFINED (0);
+            # before, sp_reg:4 in byte 4 UNDEFINED (0) and end (byte 5, bit 2) 0
+            raw, new = orc.data(), elf.get_section_by_name(".orc_header") is not None
+            assert len(raw) == 6 * len(ip)
+            out["orc terminators"] = [
+                (raw[6 * k + 5] & 7) == 0 if new else
+                (raw[6 * k + 4] & 0xF) == 0 and not raw[6 * k + 5] & 4
+                for k in range(len(ip))]
         if "__start_mcount_loc" in syms:
             a, b = syms["__start_mcount_loc"], syms["__stop_mcount_loc"]
             sec = next(s for s in elf.iter_sections()
@@ -397,8 +408,21 @@ def test_sorted_tables_follow_their_contents(relinked):
     new = mapper(secs)
     old_t, new_t = sorted_table_targets(VMLINUX), sorted_table_targets(out)
     assert set(old_t) == set(new_t) and old_t, old_t.keys()
+    terms = old_t.pop("orc terminators", None)
+    assert terms == new_t.pop("orc terminators", None)
     for table in old_t:
         want = [new(t) for t in old_t[table]]
+        if table == ".orc_unwind_ip":
+            # a section terminator points one past the section it ends and
+            # moves with it (the kernel's relocs tool and boot code)
+            assert terms and any(terms)
+            want = [new(t - 1) + 1 if term else w
+                    for t, w, term in zip(old_t[table], want, terms)]
+            ends = sum(1 for t, w, term in zip(old_t[table], want, terms)
+                       if term and w != new(t))
+            print(f".orc_unwind_ip: {sum(terms)} section terminators, {ends} of them "
+                  f"moved with the section they end, not as their address")
+            assert ends > 100
         bad = [i for i, (w, g) in enumerate(zip(want, new_t[table])) if w != g]
         moved = sum(1 for t in old_t[table] if new(t) != t)
         print(f"{table}: {len(want)} targets, {moved} moved, {len(bad)} wrong")
