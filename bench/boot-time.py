@@ -83,7 +83,7 @@ def boot(kernel, append, extra=(), plugin=None):
                          kaslr=True, timeout=600, extra_qemu_args=extra)
         t0 = time.monotonic()
         g.start()
-        share_autogroup_nice(g.proc.pid)
+        fgkbench.share_autogroup_nice(g.proc.pid)
         try:
             ok = g.wait_for_console(re.escape(fgkrun.MARK_BEGIN), timeout=600)
             wall = time.monotonic() - t0
@@ -97,18 +97,6 @@ def boot(kernel, append, extra=(), plugin=None):
         raise SystemExit(f"boot-time: {kernel} {append}: fgk-icount saw no start of init ({ic})")
     m = re.search(r"\[\s*(\d+\.\d+)\] Run /init as init process", res.log)
     return wall, float(m.group(1)) if m else float("nan"), fg_stats(res.output), ic
-
-
-def share_autogroup_nice(pid):
-    """fgkrun starts QEMU in a session, so an autogroup, of its own at nice
-    0: give it this process's autogroup nice (`echo 19 >
-    /proc/BENCH/autogroup` then reaches QEMU too)."""
-    try:
-        m = re.search(r"nice\s+(-?\d+)", Path("/proc/self/autogroup").read_text())
-        if m:
-            Path(f"/proc/{pid}/autogroup").write_text(m.group(1))
-    except OSError:
-        pass
 
 
 PLUGIN = REPO / "build" / "perf-model" / "fgk-icount.so"

@@ -11,10 +11,13 @@ function sections, relocations, bytes.
   scale(dir)        {sections, elf_sections, relocs, vmlinux, bzImage,
                      init_size, ...} of one build
   growth(a, b)      "x2.93" style ratio b/a
+  share_autogroup_nice(pid)  give a QEMU fgkrun started the bench's
+                    autogroup nice
 """
 from __future__ import annotations
 
 import os
+import re
 import struct
 import sys
 from pathlib import Path
@@ -26,6 +29,19 @@ import fgkrun  # noqa: E402,F401  (puts the libfgk binding on sys.path)
 import libfgk  # noqa: E402
 
 SHT_PROGBITS, SHT_RELA, SHF_EXECINSTR = 1, 4, 0x4   # <elf.h>
+
+
+def share_autogroup_nice(pid):
+    """fgkrun starts QEMU in a session of its own, i.e. an autogroup of its
+    own at nice 0: give it the bench's own autogroup nice, so that `echo 19 >
+    /proc/BENCH/autogroup` reaches QEMU as well (else the bench's console
+    polling starves behind its own QEMU on a busy host)."""
+    try:
+        m = re.search(r"nice\s+(-?\d+)", Path("/proc/self/autogroup").read_text())
+        if m:
+            Path(f"/proc/{pid}/autogroup").write_text(m.group(1))
+    except OSError:
+        pass
 
 
 def variants():

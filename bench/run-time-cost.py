@@ -104,6 +104,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "qemu-profiles"))
 import fgkrun  # noqa: E402  (also puts the libfgk binding on sys.path)
+sys.path.insert(0, str(REPO / "bench"))
+from fgkbench import share_autogroup_nice  # noqa: E402
 import libfgk  # noqa: E402
 
 PLUGIN = REPO / "build" / "perf-model" / "fgk-perf.so"
@@ -320,19 +322,6 @@ def wait_marks(g, kernel, append, t0):
                                  "on the console")
             time.sleep(0.005)
     return t, cpu
-
-
-def share_autogroup_nice(pid):
-    """fgkrun starts QEMU in a session of its own, i.e. an autogroup of its
-    own at nice 0: give it the bench's own autogroup nice, so that `echo 19 >
-    /proc/BENCH/autogroup` reaches QEMU as well (else the bench's console
-    polling starves behind its own QEMU on a busy host)."""
-    try:
-        m = re.search(r"nice\s+(-?\d+)", Path("/proc/self/autogroup").read_text())
-        if m:
-            Path(f"/proc/{pid}/autogroup").write_text(m.group(1))
-    except OSError:
-        pass
 
 
 PERF_FREQ = 5000
