@@ -3,18 +3,9 @@
 with `fgk map VMLINUX --seed S` (exactly what root reads, sorted by (address, index))."""
 import sys, subprocess
 from pathlib import Path
-sys.path.insert(0, str(Path(__file__).resolve().parents[4] / "qemu-profiles"))
-import fgkrun
-SEED = "5eed" * 16
+from guest import SEED, boot_seeded
 kdir, vmlinux = Path(sys.argv[1]), sys.argv[2]
-g = fgkrun.Guest("boot", "echo 0 > /proc/sys/kernel/kptr_restrict; grep -v '\\[' /proc/kallsyms", kernel=kdir / "bzImage",
-                 append=f"fgkaslr_seed={SEED} kunit.enable=0 nokaslr", kaslr=False, timeout=900)
-g.start()
-open(f"/proc/{g.proc.pid}/autogroup", "w").write("19")
-try:
-    r = g.wait()
-finally:
-    g.kill()
+r = boot_seeded(kdir, "echo 0 > /proc/sys/kernel/kptr_restrict; grep -v '\\[' /proc/kallsyms")
 got = [l for l in r.output.splitlines() if len(l.split()) == 3 and len(l.split()[0]) == 16]
 want = subprocess.run([str(Path(__file__).resolve().parents[4] / "build" / "bin" / "fgk"), "map", vmlinux, "--seed", SEED],
                       capture_output=True, text=True, check=True).stdout.splitlines()

@@ -12,21 +12,14 @@ import sys
 import tempfile
 from pathlib import Path
 REPO = Path(__file__).resolve().parents[4]
-sys.path.insert(0, str(REPO / "qemu-profiles"))
-import fgkrun  # noqa: E402
+from guest import boot  # noqa: E402
 k = Path(sys.argv[1]) / "bzImage"
 app = sys.argv[2] if len(sys.argv) > 2 else ""
 with tempfile.TemporaryDirectory() as d:
     out = Path(d) / "tlb.txt"
-    g = fgkrun.Guest("boot", "cat /proc/fgkaslr_stats", kernel=k, kaslr=True, timeout=900,
-                     append=" ".join(x for x in ("kunit.enable=0", app) if x),
-                     extra_qemu_args=["-icount", "shift=0", "-smp", "1", "-plugin",
-                                      f"{REPO / 'build' / 'fgk-tlbmodel.so'},out={out}"])
-    g.start()
-    open(f"/proc/{g.proc.pid}/autogroup", "w").write("19")
-    try:
-        r = g.wait()
-    finally:
-        g.kill()
+    r = boot("cat /proc/fgkaslr_stats", k, kaslr=True, timeout=900,
+             append=" ".join(x for x in ("kunit.enable=0", app) if x),
+             extra_qemu_args=["-icount", "shift=0", "-smp", "1", "-plugin",
+                              f"{REPO / 'build' / 'fgk-tlbmodel.so'},out={out}"])
     print(out.read_text())
 print(r.output)
