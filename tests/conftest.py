@@ -56,6 +56,16 @@ KERNEL_NAME = fgkbase.KERNEL_NAME
 BIN_DIR = REPO / "build" / "bin"
 
 
+def load_script(name, path):
+    """A script that is not a module (bench/boot-time.py) loaded as module
+    name, for its functions."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
+
+
 def kernel_missing_reason():
     for name in ("bzImage", "vmlinux", "System.map", "release"):
         if not (KERNEL_DIR / name).is_file():

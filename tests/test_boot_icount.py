@@ -6,24 +6,20 @@ icount_summary) on made-up counts.  The plugin test needs QEMU with plugin
 support, a C compiler and QEMU 7.2's qemu-plugin.h (make -C perf-model
 fetches it)."""
 
-import importlib.util
 import shutil
 import struct
 import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_script
 
 QEMU = "qemu-system-x86_64"
 
 
 @pytest.fixture(scope="module")
 def bt():
-    spec = importlib.util.spec_from_file_location("boot_time", REPO / "bench" / "boot-time.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+    return load_script("boot_time", REPO / "bench" / "boot-time.py")
 
 
 def test_parse_icount(bt):

@@ -3,13 +3,12 @@ gap goes"): what it reads from /proc about QEMU's threads, checked against a
 real process that burns known amounts of CPU in a thread named like QEMU's
 vCPU thread and in its main thread; and its fit of FG's CPU time at equal
 preemption counts, on data built with known coefficients.  No guest boots."""
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_script
 
 CHILD = r"""
 import sys, threading, time
@@ -31,10 +30,7 @@ time.sleep(30)
 
 @pytest.fixture(scope="module")
 def rc():
-    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "run-time-cost.py")
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
-    return m
+    return load_script("runtime_cost", REPO / "bench" / "run-time-cost.py")
 
 
 def test_qemu_times_reads_the_vcpu_thread(rc):

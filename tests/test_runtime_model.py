@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, load_script
 
 PLUGIN = REPO / "build" / "perf-model" / "fgk-perf.so"
 QEMU = "qemu-system-x86_64"
@@ -280,12 +280,9 @@ def test_remedy_layouts(kernel):
     link addresses; each remedy draw is an order of every section; by object
     file keeps each object's sections together in link order; X.cold puts
     each .cold part right after its function; entropies are log2(units!)."""
-    import importlib.util
     import math
     import random
-    spec = importlib.util.spec_from_file_location("runtime_cost", REPO / "bench" / "run-time-cost.py")
-    rc = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rc)
+    rc = load_script("runtime_cost", REPO / "bench" / "run-time-cost.py")
     text = rc.Text(kernel)
     n = len(text.secs)
     assert n > 1000 and [s.addr for s in text.secs] == sorted(s.addr for s in text.secs)
