@@ -8,7 +8,8 @@
 #   make demo      boot a randomly laid out kernel and show its layout
 #   make perf-model  the fgk-perf QEMU plugin + its model test (docs/runtime-cost.md)
 #   make check-unit  C unit tests + pure-Python tests: no kernel build, seconds
-#   make check     every test (unit tier first), then the k612 ones on 6.12
+#   make check     every test: the unit tier, then the 6.1 tier and, at the
+#                  same time, the 6.12 build and its k612 tier
 #   make check-debian  build Debian's config (KVARIANT=debian, ~35 min) and
 #                  run every test against it, plus tests/test_debian.py
 #   make bench     run the benchmark scripts under bench/
@@ -39,7 +40,7 @@ DEPS_STAMP := build/.deps
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,24p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,25p' Makefile | sed 's/^# \{0,1\}//'
 
 all: kernel tools
 
@@ -84,30 +85,60 @@ check-unit: $(DEPS_STAMP) tools
 	$(PYTHON) -m pytest -p no:cacheprovider -c tests/pytest.ini \
 		-k 'not test_qemu_runner_cli' $(PYTEST_ARGS) $(UNIT_TESTS)
 
-# the unit tier first: a broken parser fails before a kernel build.  The
-# default run builds the 6.12 kernel of its second tier in the background
-# (nice 19, log build/kernel-6.12-check.log) while the 6.1 tests run: those
-# mostly wait on one single-threaded QEMU, so the build takes the other core.
+# The guest tiers: pytest -v with the slowest 40 durations, each tier with
+# its own --basetemp (build/pytest-6.1, build/pytest-6.12, ...): pytest
+# cleans old numbered temp dirs of other sessions, and the two tiers of
+# make check run at once.  pytest empties its --basetemp when it starts.
+TIER = $(or $(filter-out 6.1,$(KVERSION)),6.1)$(if $(KVARIANT),-$(KVARIANT))
+PYTEST_TIER = $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40
+K612_LOG := build/check-k612.log
+
+# the unit tier first: a broken parser fails before a kernel build.  Then
+# the 6.1 kernel, and the whole suite on it (the 6.1 tier) in the
+# foreground.  The default run does its second tier in the background at
+# the same time: the 6.12 kernel build (nice 19), then the tests marked
+# k612 on it (the k612 tier, what make check-k612 runs), all into
+# build/check-k612.log.  The 6.1 tests mostly wait on one single-threaded
+# QEMU, so the build and then the k612 tier take the other core.  At the
+# end the k612 tier's whole log is printed (every test and its durations)
+# and make check fails if either tier failed, saying which.  The background
+# job has its own process group (set -m): an interrupted make check stops it.
 check: $(DEPS_STAMP) check-unit
 	$(MAKE) kernel tools
 	@bg=; if [ -z "$(KVERSION)$(KVARIANT)" ]; then \
-	    echo "make check: building the 6.12 kernel in the background (build/kernel-6.12-check.log)"; \
-	    nice -n 19 $(MAKE) --no-print-directory kernel KVERSION=6.12 KVARIANT= \
-	        > build/kernel-6.12-check.log 2>&1 & bg=$$!; \
+	    echo "make check: the 6.12 kernel build (nice 19), then the k612 tier, in the background (log: $(K612_LOG))"; \
+	    set -m; \
+	    ( nice -n 19 $(MAKE) --no-print-directory kernel KVERSION=6.12 KVARIANT= || \
+	          { echo "make check: the 6.12 kernel build failed"; exit 97; }; \
+	      echo "make check: the 6.12 kernel is built; the k612 tier starts"; \
+	      KVERSION=6.12 KVARIANT= $(PYTEST_TIER) --basetemp=build/pytest-6.12 -m k612 $(PYTEST_ARGS) tests/ \
+	    ) > $(K612_LOG) 2>&1 & bg=$$!; \
+	    set +m; \
+	    trap 'kill -INT -- -$$bg 2>/dev/null' EXIT; \
+	    trap 'exit 130' INT; trap 'exit 143' TERM; trap 'exit 129' HUP; \
 	fi; \
-	rc=0; $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 $(PYTEST_ARGS) tests/ || rc=$$?; \
-	if [ -n "$$bg" ] && ! wait $$bg; then \
-	    echo "make check: the background 6.12 kernel build failed; its log's end:"; \
-	    tail -n 40 build/kernel-6.12-check.log; exit 1; \
-	fi; exit $$rc
-	$(if $(KVERSION)$(KVARIANT),,$(MAKE) check-k612)
+	rc=0; $(PYTEST_TIER) --basetemp=build/pytest-$(TIER) $(PYTEST_ARGS) tests/ || rc=$$?; \
+	[ -n "$$bg" ] || exit $$rc; \
+	echo "make check: the $(TIER) tier is done (exit $$rc); waiting for the background 6.12 build and k612 tier"; \
+	bgrc=0; wait $$bg || bgrc=$$?; \
+	if [ $$bgrc -eq 5 ] && [ -n "$(if $(strip $(PYTEST_ARGS)),1)" ]; then \
+	    echo "make check: PYTEST_ARGS selects no k612 test (pytest exit 5): the k612 tier ran nothing"; bgrc=0; fi; \
+	echo "======== make check: the k612 tier, on 6.12 ($(K612_LOG)) ========"; \
+	cat $(K612_LOG); \
+	echo "======== make check: end of $(K612_LOG) ========"; \
+	failed=; \
+	[ $$rc -eq 0 ] || failed="the $(TIER) tier (pytest exit $$rc)"; \
+	if [ $$bgrc -eq 97 ]; then failed="$${failed:+$$failed; }the 6.12 kernel build (the k612 tier did not run)"; \
+	elif [ $$bgrc -ne 0 ]; then failed="$${failed:+$$failed; }the k612 tier on 6.12 (pytest exit $$bgrc)"; fi; \
+	if [ -n "$$failed" ]; then echo "make check: FAILED: $$failed"; exit 1; fi; \
+	echo "make check: both tiers passed (6.1, and k612 on 6.12)"
 
 # The second kernel: the tests marked k612 (tests/pytest.ini) again, on the
-# 6.12 build (build/kernel-6.12).  `make check KVERSION=6.12` runs the whole
-# suite on it.
+# 6.12 build (build/kernel-6.12); make check runs it beside the 6.1 tier.
+# `make check KVERSION=6.12` runs the whole suite on it.
 check-k612: $(DEPS_STAMP) tools
 	$(MAKE) kernel KVERSION=6.12 KVARIANT=
-	KVERSION=6.12 KVARIANT= $(PYTHON) -m pytest -p no:cacheprovider -v --durations=40 -m k612 $(PYTEST_ARGS) tests/
+	KVERSION=6.12 KVARIANT= $(PYTEST_TIER) --basetemp=build/pytest-6.12 -m k612 $(PYTEST_ARGS) tests/
 
 # The whole suite on Debian's own configuration (docs/debian-kernel.md):
 # KVARIANT=debian points the runner, the tests and their skips at

@@ -19,6 +19,9 @@ Helpers other tests reuse (``from conftest import boot, KERNEL_DIR, ...``):
       A started Guest drains its console in a thread, so it never blocks;
       g.output_so_far() / g.console_so_far() read what came so far.
 
+Every test runs with $FGK_CACHE_DIR set, to a directory of the session
+(under pytest's --basetemp) unless the caller set it.
+
 Fixtures: ``kernel`` (the build/kernel directory; skips, saying why, when
 `make kernel` has not been run), ``vmlinux``, ``release``; ``elf_fixtures``
 (no kernel: the tools built and the ELF fixtures of
@@ -101,6 +104,19 @@ def guest(script, profile="boot", seed=None, append="", timeout=180, **kw):
     """An fgkrun.Guest (not started) for tests that need QMP or the gdbstub."""
     require_kernel()
     return fgkrun.Guest(profile, script, seed=seed, append=append, timeout=timeout, **kw)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_relink_cache(tmp_path_factory):
+    """The relink cache (lib/cache.c: $FGK_CACHE_DIR, else ~/.cache/fgk) of
+    everything a test runs without naming one (fgk attach in gdb, fgk crash,
+    ...) is this session's own, under its --basetemp: make check runs the
+    6.1 and the k612 tiers at once, and a test's relinks of guest seeds do
+    not belong in the user's cache.  A FGK_CACHE_DIR set by the caller is
+    kept; tests that need a cache of their own still set it themselves."""
+    if not os.environ.get("FGK_CACHE_DIR"):
+        os.environ["FGK_CACHE_DIR"] = str(tmp_path_factory.mktemp("fgk-cache"))
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ HTTP.  The API, all other test files need:
       Context manager (also usable without ``with``: call .stop()).  Starts
       ``debuginfod -F -p PORT -d DB -t 0 -g 0 --disable-source-scan DIRS``
       on a free port and returns once its first scan of `dirs` finished
-      (its /metrics: traverse done, no scan work pending or busy).
+      (its /metrics: traverse done, no scan work pending or busy) and the
+      listening socket on PORT is its own (not another session's server).
       .url    "http://127.0.0.1:PORT" (the value for DEBUGINFOD_URLS)
       .port, .dirs, .log_path (the server's stderr)
       .env(cache_dir, base=None) -> dict: os.environ (or `base`) for a
@@ -116,6 +117,35 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _listens_on(pid, port) -> bool:
+    """Whether process pid holds a listening TCP socket on port: the free
+    port is chosen before debuginfod binds it, and another session's server
+    (make check runs two tiers at once) may take it meanwhile and answer
+    /metrics in its place until ours gives up."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            col = row.split()
+            if len(col) > 9 and col[3] == "0A" and int(col[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{col[9]}]")
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+        except OSError:
+            pass
+    return False
+
+
 def _metrics(url, timeout=5.0) -> dict:
     """{'name{labels}': float} of /metrics."""
     with urllib.request.urlopen(url + "/metrics", timeout=timeout) as r:
@@ -176,7 +206,8 @@ class DebuginfodServer:
             if m and m.get('thread_work_total{role="traverse"}', 0) >= 1 \
                     and m.get('thread_work_pending{role="scan"}', 0) == 0 \
                     and m.get('thread_busy{role="scan"}', 0) == 0 \
-                    and m.get('thread_busy{role="traverse"}', 1) == 0:
+                    and m.get('thread_busy{role="traverse"}', 1) == 0 \
+                    and _listens_on(self.proc.pid, self.port):
                 return True
             time.sleep(0.1)
         return False
