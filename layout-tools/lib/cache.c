@@ -144,9 +144,10 @@ static size_t dropped_section_symbols(const struct fgk_vmlinux *vm, size_t first
 
 /*
  * fgk_relink_verify(), and with l (the seed's layout) also the new
- * addresses of the .sched.text.* sections, which vmlinux.fgk keeps as
- * sections of their own: an entry written by an fgk that did not know the
- * domain (spec §3 version 2) left them at their link addresses.
+ * addresses of the range domains' sections (.sched.text.* and the spec §3
+ * version 3 ones), which vmlinux.fgk keeps as sections of their own: an
+ * entry written by an fgk that did not know a domain left them at their
+ * link addresses.
  */
 static struct fgk_error *relink_verify(struct fgk_vmlinux *vm, const char *path,
 				       const struct fgk_layout *l);
@@ -199,7 +200,7 @@ static struct fgk_error *relink_verify(struct fgk_vmlinux *vm, const char *path,
 			dropped = dropped_section_symbols(vm, first);
 		for (size_t i = 1; i < vm->shnum; i++) {
 			const GElf_Shdr *a = &vm->secs[i].shdr, *b;
-			/* folded: .text.*; .sched.text.* stay (relink.c) */
+			/* folded: .text.*; the range domains' stay (relink.c) */
 			bool rnd = fgk__section_domain(vm, &vm->secs[i]) == FGK__D_TEXT;
 			uint64_t size = a->sh_size;
 			size_t t;
@@ -233,8 +234,10 @@ static struct fgk_error *relink_verify(struct fgk_vmlinux *vm, const char *path,
 						     rnd ? FGK_FOLDED_TEXT : vm->secs[i].name);
 				goto out;
 			}
-			if (l && fgk__section_domain(vm, &vm->secs[i]) == FGK__D_SCHED) {
-				const struct fgk__domain *D = &l->dom[FGK__D_SCHED];
+			if (l && fgk__section_domain(vm, &vm->secs[i]) >= 0 &&
+			    fgk__section_domain(vm, &vm->secs[i]) != FGK__D_TEXT) {
+				const struct fgk__domain *D =
+					&l->dom[fgk__section_domain(vm, &vm->secs[i])];
 
 				for (size_t k = D->first; k < D->first + D->n; k++)
 					if (l->secs[k].index == i &&

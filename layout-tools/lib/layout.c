@@ -65,15 +65,36 @@ static int cmp_new(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* §3 (version 2): the domains, in this order; limit symbols as in fgk__layout_new(). */
-static const struct {
-	const char *prefix;
-	size_t len;
-	const uint8_t *nonce;
-	unsigned min_version;
-} domains[FGK__NDOMAINS] = {
-	[FGK__D_SCHED] = { ".sched.text.", 12, fgk_sched_nonce, 2 },
-	[FGK__D_TEXT] = { ".text.", 6, fgk_text_nonce, 1 },
+/* §3 (version 3): each range domain's nonce, 12 bytes, no terminator */
+static const uint8_t lock_nonce[FGK_NONCE_SIZE] = {
+	'f', 'g', 'k', 'a', 's', 'l', 'r', '-', 'l', 'o', 'c', 'k',
+};
+static const uint8_t scal_nonce[FGK_NONCE_SIZE] = {
+	'f', 'g', 'k', 'a', 's', 'l', 'r', '-', 's', 'c', 'a', 'l',
+};
+static const uint8_t noin_nonce[FGK_NONCE_SIZE] = {
+	'f', 'g', 'k', 'a', 's', 'l', 'r', '-', 'n', 'o', 'i', 'n',
+};
+static const uint8_t idle_nonce[FGK_NONCE_SIZE] = {
+	'f', 'g', 'k', 'a', 's', 'l', 'r', '-', 'i', 'd', 'l', 'e',
+};
+
+/*
+ * §3 (version 3): the domains, in address order.  A name matches at most
+ * one prefix (none of the others starts with ".text.").
+ */
+const struct fgk__domain_def fgk__domains[FGK__NDOMAINS] = {
+	[FGK__D_SCHED] = { ".sched.text.", 12, "__sched_text_start",
+			   "__sched_text_end", fgk_sched_nonce, 2 },
+	[FGK__D_LOCK] = { ".spinlock.text.", 15, "__lock_text_start",
+			  "__lock_text_end", lock_nonce, 3 },
+	[FGK__D_SCALL] = { ".static_call.text.", 18, "__static_call_text_start",
+			   "__static_call_text_end", scal_nonce, 3 },
+	[FGK__D_NOINSTR] = { ".noinstr.text.", 14, "__noinstr_text_start",
+			     "__fgkaslr_noinstr_end", noin_nonce, 3 },
+	[FGK__D_CPUIDLE] = { ".cpuidle.text.", 14, "__cpuidle_text_start",
+			     "__cpuidle_text_end", idle_nonce, 3 },
+	[FGK__D_TEXT] = { ".text.", 6, NULL, NULL, fgk_text_nonce, 1 },
 };
 
 int fgk__section_domain(const struct fgk_vmlinux *vm, const struct fgk__section *s)
@@ -83,8 +104,8 @@ int fgk__section_domain(const struct fgk_vmlinux *vm, const struct fgk__section 
 	    (SHF_ALLOC | SHF_EXECINSTR) || s->shdr.sh_size == 0 || !s->name)
 		return -1;
 	for (int d = 0; d < FGK__NDOMAINS; d++)
-		if (vm->layout_version >= domains[d].min_version &&
-		    !strncmp(s->name, domains[d].prefix, domains[d].len))
+		if (vm->layout_version >= fgk__domains[d].min_version &&
+		    !strncmp(s->name, fgk__domains[d].prefix, fgk__domains[d].len))
 			return d;
 	return -1;
 }
@@ -196,8 +217,8 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	for (int d = 0, first = 0; d < FGK__NDOMAINS; d++) {
 		struct fgk__domain *D = &l->dom[d];
 
-		D->prefix = domains[d].prefix;
-		D->nonce = domains[d].nonce;
+		D->prefix = fgk__domains[d].prefix;
+		D->nonce = fgk__domains[d].nonce;
 		D->first = first;
 		D->n = cnt[d];
 		D->start = UINT64_MAX;
@@ -205,16 +226,23 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	}
 	l->dom[FGK__D_TEXT].limit_sym = l->limit_sym;
 	l->dom[FGK__D_TEXT].limit = l->limit;
-	l->dom[FGK__D_SCHED].limit_sym = "__sched_text_end";
-	if (cnt[FGK__D_SCHED]) {
-		lim = fgk__find_symbol(vm, "__sched_text_end");
+	/* §3: the limit symbol is needed only by a domain with sections */
+	for (int d = 0; d < FGK__NDOMAINS; d++) {
+		struct fgk__domain *D = &l->dom[d];
+
+		if (d == FGK__D_TEXT)
+			continue;
+		D->limit_sym = fgk__domains[d].limit_sym;
+		if (!cnt[d])
+			continue;
+		lim = fgk__find_symbol(vm, D->limit_sym);
 		if (!lim) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					     "%zu .sched.text.* sections but no __sched_text_end symbol: vmlinux not laid out for FG-KASLR",
-					     cnt[FGK__D_SCHED]);
+					     "%zu %s* sections but no %s symbol: vmlinux not laid out for FG-KASLR",
+					     cnt[d], D->prefix, D->limit_sym);
 			goto fail;
 		}
-		l->dom[FGK__D_SCHED].limit = lim->value;
+		D->limit = lim->value;
 	}
 	l->n = n;
 	l->secs = calloc(n, sizeof(*l->secs));
@@ -267,28 +295,37 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 	 * is in neither between them (no fixed symbol, such as
 	 * __sched_text_end, shares the address where a domain starts).
 	 */
-	if (cnt[FGK__D_SCHED]) {
-		const struct fgk__domain *a = &l->dom[FGK__D_SCHED], *b = &l->dom[FGK__D_TEXT];
+	for (int d = 0; d < FGK__D_TEXT; d++) {
+		const struct fgk__domain *a = &l->dom[d], *b = NULL;
 
-		/* ... and the .sched.text.* one comes first (the kernel refuses
-		 * anything else: relocs and the boot code). */
+		if (!cnt[d])
+			continue;
+		for (int e = d + 1; e < FGK__NDOMAINS && !b; e++)
+			if (cnt[e])
+				b = &l->dom[e];
+		/* ... in the table's order, the .text.* one last (the kernel
+		 * refuses anything else: relocs and the boot code). */
 		if (!(a->limit < b->start)) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					     "vmlinux not laid out for FG-KASLR: the .sched.text.* region [0x%llx, 0x%llx) %s the .text.* region [0x%llx, 0x%llx)",
+					     "vmlinux not laid out for FG-KASLR: the %s* region [0x%llx, 0x%llx) %s the %s* region [0x%llx, 0x%llx)",
+					     a->prefix,
 					     (unsigned long long)a->start,
 					     (unsigned long long)a->limit,
 					     a->limit == b->start ? "has no gap before" :
 					     a->start >= b->limit ? "lies after, not before," :
 					     "overlaps",
+					     b->prefix,
 					     (unsigned long long)b->start,
 					     (unsigned long long)b->limit);
 			goto fail;
 		}
-		lim = fgk__find_symbol(vm, "__sched_text_start");
+		lim = fgk__find_symbol(vm, fgk__domains[d].start_sym);
 		if (lim && lim->value >= a->start) {
 			err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-					     "vmlinux not laid out for FG-KASLR: no gap between __sched_text_start 0x%llx and the first .sched.text.* section at 0x%llx",
+					     "vmlinux not laid out for FG-KASLR: no gap between %s 0x%llx and the first %s* section at 0x%llx",
+					     fgk__domains[d].start_sym,
 					     (unsigned long long)lim->value,
+					     a->prefix,
 					     (unsigned long long)a->start);
 			goto fail;
 		}
@@ -312,12 +349,14 @@ struct fgk_error *fgk__layout_new(struct fgk_vmlinux *vm, struct fgk_layout **re
 
 			if (D->n && a < D->limit && z > D->start) {
 				err = fgk__error_new(FGK_ERR_NOT_FGKASLR, vm->path,
-						     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)%s",
+						     "vmlinux not laid out for FG-KASLR: section %s [0x%llx, 0x%llx) overlaps the randomized region [0x%llx, 0x%llx)%s%s%s",
 						     s->name, (unsigned long long)a,
 						     (unsigned long long)z,
 						     (unsigned long long)D->start,
 						     (unsigned long long)D->limit,
-						     d == FGK__D_SCHED ? " of .sched.text.*" : "");
+						     d == FGK__D_TEXT ? "" : " of ",
+						     d == FGK__D_TEXT ? "" : D->prefix,
+						     d == FGK__D_TEXT ? "" : "*");
 				goto fail;
 			}
 		}

@@ -8,27 +8,49 @@
 #include "vmlinux.h"
 
 /*
- * Spec §3 (version 2): one shuffle domain.  Its sections are
+ * Spec §3 (version 3): one shuffle domain.  Its sections are
  * secs[first .. first + n) of the layout, index order; order[first ..
  * first + n) is its §6 permutation as indices into secs (global).
  */
 struct fgk__domain {
-	const char *prefix;	/* ".sched.text." or ".text." */
+	const char *prefix;	/* ".sched.text.", ..., ".text." (fgk__domains[]) */
 	const char *limit_sym;	/* the symbol limit is the value of */
 	const uint8_t *nonce;	/* FGK_NONCE_SIZE bytes */
 	uint64_t start, limit, end;
 	size_t first, n;
 };
 
-#define FGK__NDOMAINS 2
-#define FGK__D_SCHED 0	/* D0: .sched.text.*, layout version 2 */
-#define FGK__D_TEXT 1	/* D1: .text.* */
-#define FGK__LAYOUT_VERSION_MAX 2
+/* §3 (version 3): the domains, in address order (fgk__domains[]) */
+#define FGK__NDOMAINS 6
+#define FGK__D_SCHED 0	/* .sched.text.*, layout version 2 */
+#define FGK__D_LOCK 1	/* .spinlock.text.*, layout version 3 */
+#define FGK__D_SCALL 2	/* .static_call.text.*, 3 */
+#define FGK__D_NOINSTR 3	/* .noinstr.text.*, 3 */
+#define FGK__D_CPUIDLE 4	/* .cpuidle.text.*, 3 */
+#define FGK__D_TEXT 5	/* .text.*, every version (last: ABI fgk_layout_start()) */
+#define FGK__LAYOUT_VERSION_MAX 3
+
+/*
+ * §3's domain table: the section name prefix, the symbol before the gap
+ * its first section follows (NULL for .text.*: the previous domain's
+ * limit), the symbol its limit is the value of (NULL for .text.*:
+ * __fgkaslr_text_end or _etext), its nonce, the first layout version that
+ * has it, and the kernel's name of its bounds (fgk audit).
+ */
+struct fgk__domain_def {
+	const char *prefix;
+	size_t len;
+	const char *start_sym, *limit_sym;
+	const uint8_t *nonce;
+	unsigned min_version;
+};
+extern const struct fgk__domain_def fgk__domains[FGK__NDOMAINS];
+_Static_assert(FGK__NDOMAINS == FGK_LAYOUT_DOMAINS, "fgk.h's FGK_LAYOUT_DOMAINS");
 
 struct fgk_layout {
 	struct fgk_seed seed;
 	struct fgk__domain dom[FGK__NDOMAINS];
-	/* start, limit, limit_sym and end: D1's (the .text.* domain), as before */
+	/* start, limit, limit_sym and end: the .text.* domain's, as before */
 	uint64_t start;		/* min link address of the randomized sections */
 	uint64_t limit;		/* link address of limit_sym */
 	/*
@@ -58,7 +80,8 @@ struct fgk_error *fgk__place(struct fgk_section *secs, size_t n,
 			     uint64_t limit, const char *limit_name, uint64_t *end);
 /*
  * §3: the domain (FGK__D_*) of section s of vm, or -1 if s is not
- * randomized.  .sched.text.* only in a vmlinux of layout version >= 2.
+ * randomized.  .sched.text.* only in a vmlinux of layout version >= 2,
+ * the other range domains only in one of version >= 3 (fgk__domains[]).
  * Modules have a rule of their own (lib/module.c).
  */
 int fgk__section_domain(const struct fgk_vmlinux *vm, const struct fgk__section *s);

@@ -698,8 +698,9 @@ static struct fgk_error *plan_fold(struct relink *r, uint64_t *keep_end)
 	r->m = 1;
 	/*
 	 * The .text.* domain is folded into one section; the sections of the
-	 * .sched.text.* domain (spec §3 version 2, a dozen) stay sections of
-	 * their own, at their new addresses (move_domain()).
+	 * range domains (.sched.text.* and the spec §3 version 3 ones, a few
+	 * dozen) stay sections of their own, at their new addresses
+	 * (move_domain()).
 	 */
 	for (size_t k = D1->first; k < D1->first + D1->n; k++) {
 		r->shuf[l->secs[k].index] = true;

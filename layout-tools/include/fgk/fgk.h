@@ -82,6 +82,8 @@ struct fgk_error *fgk_seed_random(struct fgk_seed *seed);
 extern const uint8_t fgk_text_nonce[FGK_NONCE_SIZE]; /* "fgkaslr-text" */
 /* Spec §3 (layout version 2): the .sched.text.* domain's nonce. */
 extern const uint8_t fgk_sched_nonce[FGK_NONCE_SIZE]; /* "fgkaslr-schd" */
+/* Spec §3 (layout version 3): the number of shuffle domains. */
+#define FGK_LAYOUT_DOMAINS 6
 
 struct fgk_rng;
 
@@ -319,7 +321,7 @@ const struct fgk_section *fgk_layout_section_at(const struct fgk_layout *l,
 uint64_t fgk_layout_map(const struct fgk_layout *l, uint64_t link_addr);
 /*
  * New address -> link address.  Returns false (and leaves *link alone) for
- * an address inside a domain's [start, limit) (either domain, see
+ * an address inside a domain's [start, limit) (any domain, see
  * fgk_layout_domain()) that no placed section covers (int3 padding).
  */
 bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t new_addr,
@@ -330,9 +332,9 @@ bool fgk_layout_unmap(const struct fgk_layout *l, uint64_t new_addr,
  */
 const struct fgk_seed *fgk_layout_seed(const struct fgk_layout *l);
 /*
- * Min link address of the .text.* domain's sections (spec §3 D1; the
- * .sched.text.* domain, when there is one, lies below it: see
- * fgk_layout_domain()).
+ * Min link address of the .text.* domain's sections (spec §3, the last
+ * domain; the range domains, .sched.text.* and the others, lie below it:
+ * see fgk_layout_domain()).
  */
 uint64_t fgk_layout_start(const struct fgk_layout *l);
 /*
@@ -344,8 +346,8 @@ uint64_t fgk_layout_limit(const struct fgk_layout *l);
 /* Final p of §7 in the .text.* domain (<= limit). */
 uint64_t fgk_layout_end(const struct fgk_layout *l);
 /*
- * The randomized sections of all domains, domain by domain (the
- * .sched.text.* ones first) and in section index order inside each,
+ * The randomized sections of all domains, domain by domain (in
+ * fgk_layout_domain() order, .text.* last) and in section index order inside each,
  * new_addr set: *n of them.
  */
 const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
@@ -357,8 +359,11 @@ const struct fgk_section *fgk_layout_sections(const struct fgk_layout *l,
  */
 const uint32_t *fgk_layout_order(const struct fgk_layout *l);
 /*
- * Spec §3 (version 2): the number of shuffle domains (2: .sched.text.*
- * then .text.*; a vmlinux of layout version 1 has an empty first one).
+ * Spec §3 (version 3): the number of shuffle domains, FGK_LAYOUT_DOMAINS
+ * (6, in address order: .sched.text., .spinlock.text., .static_call.text.,
+ * .noinstr.text., .cpuidle.text., then .text.).  A vmlinux of layout
+ * version 2 has empty range domains but the first; one of version 1 has
+ * only .text. sections.
  */
 size_t fgk_layout_ndomains(const struct fgk_layout *l);
 /*
@@ -373,9 +378,12 @@ const char *fgk_layout_domain(const struct fgk_layout *l, size_t i,
 			      size_t *first, size_t *n);
 /*
  * Domain i's §4 nonce, FGK_NONCE_SIZE bytes (fgk_sched_nonce for
- * .sched.text.*, fgk_text_nonce for .text.*), and the symbol its limit is
- * the value of ("__sched_text_end"; "__fgkaslr_text_end", or "_etext" in a
- * vmlinux without it); NULL if i is out of range.
+ * .sched.text.*, "fgkaslr-lock", "fgkaslr-scal", "fgkaslr-noin",
+ * "fgkaslr-idle" for the other range domains, fgk_text_nonce for .text.*),
+ * and the symbol its limit is the value of ("__sched_text_end",
+ * "__lock_text_end", "__static_call_text_end", "__fgkaslr_noinstr_end",
+ * "__cpuidle_text_end"; "__fgkaslr_text_end", or "_etext" in a vmlinux
+ * without it); NULL if i is out of range.
  */
 const uint8_t *fgk_layout_domain_nonce(const struct fgk_layout *l, size_t i);
 const char *fgk_layout_domain_limit_symbol(const struct fgk_layout *l, size_t i);
@@ -1095,11 +1103,11 @@ struct fgk_audit {
 	uint64_t gadgets_outside;	/* not in any text region */
 	/*
 	 * Per shuffle domain (spec §3, fgk_layout_domain() order:
-	 * .sched.text.*, .text.*): sections and log2(n!); log2_orderings is
-	 * their sum.
+	 * .sched.text.*, ..., .text.*): sections and log2(n!);
+	 * log2_orderings is their sum.
 	 */
-	size_t domain_sections[2];
-	double domain_log2_orderings[2];
+	size_t domain_sections[FGK_LAYOUT_DOMAINS];
+	double domain_log2_orderings[FGK_LAYOUT_DOMAINS];
 	/* fgk_audit_gadgets: per class, the regions' gadgets_outside_functions */
 	uint64_t gadgets_outside_functions[FGK_AUDIT_CLASSES];
 };
