@@ -6,6 +6,12 @@
 
 #include "cli.h"
 
+/* Spec §3 (version 3): the domains' prefixes, fgk_layout_domain() order. */
+static const char *const domain_prefix[FGK_LAYOUT_DOMAINS] = {
+	".sched.text.", ".spinlock.text.", ".static_call.text.",
+	".noinstr.text.", ".cpuidle.text.", ".text.",
+};
+
 static const char help[] =
 "usage: fgk audit VMLINUX [--seed SEED] [--gadgets FILE] [--json | --pretty]\n"
 "\n"
@@ -145,9 +151,9 @@ static void print_json(struct fgk_vmlinux *vm, const struct fgk_audit *a,
 	json_fixed(&j, a->log2_orderings < 256 ? a->log2_orderings : 256.0, 1);
 	json_name(&j, "domains");
 	json_start_array(&j);
-	for (int d = 0; d < 2; d++) {
+	for (int d = 0; d < FGK_LAYOUT_DOMAINS; d++) {
 		json_start_object(&j);
-		json_string_field(&j, "prefix", d ? ".text." : ".sched.text.");
+		json_string_field(&j, "prefix", domain_prefix[d]);
 		json_u64_field(&j, "sections", a->domain_sections[d]);
 		json_name(&j, "log2_orderings");
 		json_fixed(&j, a->domain_log2_orderings[d], 1);
@@ -240,16 +246,31 @@ static void print_text(struct fgk_vmlinux *vm, const struct fgk_audit *a)
 	printf("init-only text (freed after boot): %llu bytes, %zu functions, %llu function bytes\n",
 	       (unsigned long long)t[FGK_AUDIT_INIT].bytes, t[FGK_AUDIT_INIT].functions,
 	       (unsigned long long)t[FGK_AUDIT_INIT].function_bytes);
-	if (a->domain_sections[0])
-		printf("entropy: .sched.text.* shuffled per object: %zu sections, log2(%zu!) = %.1f bits; .text.*: %zu sections, log2(%zu!) = %.1f bits\n",
-		       a->domain_sections[0], a->domain_sections[0],
-		       a->domain_log2_orderings[0], a->domain_sections[1],
-		       a->domain_sections[1], a->domain_log2_orderings[1]);
-	if (a->domain_sections[0])
-		printf("entropy: %zu shuffled sections in two domains: log2(%zu!) + log2(%zu!) = %.1f bits of orderings (%.1f bits: the 256-bit seed bounds it)\n",
-		       a->sections, a->domain_sections[0], a->domain_sections[1],
+	if (a->sections && a->domain_sections[FGK_LAYOUT_DOMAINS - 1] != a->sections) {
+		int ndom = 0;
+
+		/* §3: one line per domain with sections, range domains first */
+		for (int d = 0; d < FGK_LAYOUT_DOMAINS; d++) {
+			if (!a->domain_sections[d])
+				continue;
+			ndom++;
+			if (d < FGK_LAYOUT_DOMAINS - 1)
+				printf("entropy: %s* shuffled per object: %zu sections, log2(%zu!) = %.1f bits\n",
+				       domain_prefix[d], a->domain_sections[d],
+				       a->domain_sections[d], a->domain_log2_orderings[d]);
+			else
+				printf("entropy: .text.*: %zu sections, log2(%zu!) = %.1f bits\n",
+				       a->domain_sections[d], a->domain_sections[d],
+				       a->domain_log2_orderings[d]);
+		}
+		printf("entropy: %zu shuffled sections in %d domains: ", a->sections, ndom);
+		for (int d = 0, k = 0; d < FGK_LAYOUT_DOMAINS; d++)
+			if (a->domain_sections[d])
+				printf("%slog2(%zu!)", k++ ? " + " : "", a->domain_sections[d]);
+		printf(" = %.1f bits of orderings (%.1f bits: the 256-bit seed bounds it)\n",
 		       a->log2_orderings,
 		       a->log2_orderings < 256 ? a->log2_orderings : 256.0);
+	}
 	else if (a->sections)
 		printf("entropy: %zu shuffled sections: a function takes any of %zu positions in the order; log2(%zu!) = %.1f bits of orderings (%.1f bits: the 256-bit seed bounds it)\n",
 		       a->sections, a->sections, a->sections, a->log2_orderings,

@@ -5,7 +5,8 @@
  * gadget census from a gadget finder's output (docs/fgk-audit.1.md).
  *
  * Regions come from the kernel's own bounds symbols (__sched_text_start ..
- * __sched_text_end, ...), the §3 randomized sections, the rest of the main
+ * __sched_text_end, ...; those of a §3 range domain with sections move),
+ * the §3 randomized sections, the rest of the main
  * .text, the fixed text section after the randomized region (the one that
  * holds __fgkaslr_text_end: the entry text, kernel series patch 22 on 6.1,
  * 23 on 6.12; before them the entry text was inside the main .text), and
@@ -26,27 +27,37 @@
 /* Regions the kernel finds by range, and why they stay today. */
 static const struct {
 	const char *name, *start, *end, *why;
+	int dom;	/* §3 range domain shuffled inside these bounds, or -1 */
 } bounded[] = {
 	{ ".entry.text", "__entry_text_start", "__entry_text_end",
-	  "entry code: PTI maps it into the user page tables, the IDT and the syscall MSRs point at it, crash finds the base offset through it" },
+	  "entry code: PTI maps it into the user page tables, the IDT and the syscall MSRs point at it, crash finds the base offset through it", -1 },
 	{ ".irqentry.text", "__irqentry_text_start", "__irqentry_text_end",
-	  "interrupt entry, found by range (kprobes blacklist, stack trace filtering); inside the entry text PTI maps" },
+	  "interrupt entry, found by range (kprobes blacklist, stack trace filtering); inside the entry text PTI maps", -1 },
 	{ ".softirqentry.text", "__softirqentry_text_start", "__softirqentry_text_end",
-	  "found by range (kprobes blacklist, stack trace filtering): could be shuffled inside its bounds" },
+	  "found by range (kprobes blacklist, stack trace filtering): could be shuffled inside its bounds", -1 },
 	{ ".noinstr.text", "__noinstr_text_start", "__noinstr_text_end",
-	  "found by range (noinstr bounds, kprobes blacklist): could be shuffled inside its bounds" },
+	  "found by range (noinstr bounds, kprobes blacklist): could be shuffled inside its bounds", FGK__D_NOINSTR },
 	{ ".sched.text", "__sched_text_start", "__sched_text_end",
-	  "found by range (in_sched_functions(), wchan): could be shuffled inside its bounds" },
+	  "found by range (in_sched_functions(), wchan): could be shuffled inside its bounds", FGK__D_SCHED },
 	{ ".cpuidle.text", "__cpuidle_text_start", "__cpuidle_text_end",
-	  "found by range (cpuidle, kprobes blacklist): could be shuffled inside its bounds" },
+	  "found by range (cpuidle, kprobes blacklist): could be shuffled inside its bounds", FGK__D_CPUIDLE },
 	{ ".lock.text", "__lock_text_start", "__lock_text_end",
-	  "found by range (in_lock_functions()): could be shuffled inside its bounds" },
+	  "found by range (in_lock_functions()): could be shuffled inside its bounds", FGK__D_LOCK },
 	{ ".kprobes.text", "__kprobes_text_start", "__kprobes_text_end",
-	  "found by range (kprobes blacklist): could be shuffled inside its bounds" },
+	  "found by range (kprobes blacklist): could be shuffled inside its bounds", -1 },
 	{ ".static_call.text", "__static_call_text_start", "__static_call_text_end",
-	  "static call trampolines, found by range: could be shuffled inside its bounds" },
+	  "static call trampolines, found by range: could be shuffled inside its bounds", FGK__D_SCALL },
 	{ "indirect thunks", "__indirect_thunk_start", "__indirect_thunk_end",
-	  "retpoline and return thunks: found by range, SRSO needs their alignment" },
+	  "retpoline and return thunks: found by range, SRSO needs their alignment", -1 },
+};
+
+/* fgk audit's name of a range domain's region, when it has sections */
+static const char *const moving_name[FGK__D_TEXT] = {
+	[FGK__D_SCHED] = "shuffled .sched.text.* (per object, inside its bounds)",
+	[FGK__D_LOCK] = "shuffled .spinlock.text.* (per object, inside its bounds)",
+	[FGK__D_SCALL] = "shuffled .static_call.text.* (per object, inside its bounds)",
+	[FGK__D_NOINSTR] = "shuffled .noinstr.text.* (per object, inside its bounds)",
+	[FGK__D_CPUIDLE] = "shuffled .cpuidle.text.* (per object, inside its bounds)",
 };
 
 /*
@@ -212,9 +223,10 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 	a->asm_known = true;
 
 	/*
-	 * §3 randomized sections: the .text.* domain is one region; the
-	 * .sched.text.* domain (layout version 2) is the kernel's
-	 * .sched.text bounds, below.  Entropy: each domain is shuffled on its
+	 * §3 randomized sections: the .text.* domain is one region; each
+	 * range domain (.sched.text.*, layout version 2; .spinlock.text.*,
+	 * .static_call.text.*, .noinstr.text.*, .cpuidle.text.*, version 3)
+	 * is the kernel's bounds of it, below.  Entropy: each domain is shuffled on its
 	 * own, so the orderings multiply.
 	 */
 	for (size_t i = 1; i < vm->shnum; i++) {
@@ -306,14 +318,22 @@ struct fgk_error *fgk_audit_compute(struct fgk_vmlinux *vm,
 		r.start = s;
 		r.end = e;
 		r.why = bounded[k].why;
-		if (!strcmp(bounded[k].start, "__sched_text_start") &&
-		    a->domain_sections[FGK__D_SCHED]) {
+		if (bounded[k].dom >= 0 && a->domain_sections[bounded[k].dom]) {
 			/*
-			 * §3 domain D0: every function byte between the
-			 * bounds lies in a .sched.text.* section, shuffled
-			 * per object inside them.
+			 * §3 range domain: every function byte between the
+			 * bounds lies in one of its sections, shuffled per
+			 * object inside them.  Its end is its limit symbol
+			 * (__fgkaslr_noinstr_end: .cpuidle.text, a domain of
+			 * its own, follows inside the noinstr bounds on 6.12).
 			 */
-			r.name = "shuffled .sched.text.* (per object, inside its bounds)";
+			int d = bounded[k].dom;
+			uint64_t lim = sym_value(vm, fgk__domains[d].limit_sym, &f2);
+
+			if (f2 && lim >= s) {
+				r.end_sym = fgk__domains[d].limit_sym;
+				r.end = lim;
+			}
+			r.name = moving_name[d];
 			r.why = NULL;
 			r.moves = true;
 		}
