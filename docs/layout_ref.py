@@ -39,15 +39,24 @@ def chacha20_block(key, counter, nonce):
 
 TEXT_NONCE = b"fgkaslr-text"
 SCHED_NONCE = b"fgkaslr-schd"
+LOCK_NONCE = b"fgkaslr-lock"
+SCAL_NONCE = b"fgkaslr-scal"
+NOIN_NONCE = b"fgkaslr-noin"
+IDLE_NONCE = b"fgkaslr-idle"
 
-# Spec §3 (version 2): the shuffle domains, in this order:
-# (name prefix, limit symbols (the first that vmlinux defines), nonce,
-#  the first layout version that has the domain).
+# Spec §3 (version 3): the shuffle domains, in address order:
+# (name prefix, limit symbols (the first that vmlinux defines; needed only
+#  when the domain has sections), nonce, the first layout version that has
+#  the domain).
 DOMAINS = [
     (".sched.text.", ("__sched_text_end",), SCHED_NONCE, 2),
+    (".spinlock.text.", ("__lock_text_end",), LOCK_NONCE, 3),
+    (".static_call.text.", ("__static_call_text_end",), SCAL_NONCE, 3),
+    (".noinstr.text.", ("__fgkaslr_noinstr_end",), NOIN_NONCE, 3),
+    (".cpuidle.text.", ("__cpuidle_text_end",), IDLE_NONCE, 3),
     (".text.", ("__fgkaslr_text_end", "_etext"), TEXT_NONCE, 1),
 ]
-LAYOUT_VERSIONS = (1, 2)
+LAYOUT_VERSIONS = (1, 2, 3)
 SHT_PROGBITS, SHF_ALLOC, SHF_EXECINSTR = 1, 0x2, 0x4
 
 
@@ -130,15 +139,21 @@ def layout(sections, symbols, seed):
     version = symbols.get("__fgkaslr_layout_version", 1)
     if version not in LAYOUT_VERSIONS:
         raise ValueError("vmlinux uses FG-KASLR layout version %d; "
-                         "this reference knows 1-2" % version)
+                         "this reference knows 1-3" % version)
     out = {}
     for d, (prefix, limit_syms, nonce, _) in enumerate(DOMAINS):
         idx = [i for i, (name, t, f, _a, size, _al) in enumerate(sections)
                if domain_of(name, t, f, size, version) == d]
         if not idx:
             continue
-        limit = next(symbols[n] for n in limit_syms if n in symbols)
+        limit = next((symbols[n] for n in limit_syms if n in symbols), None)
+        if limit is None:
+            raise ValueError("%d %s* sections but no %s symbol"
+                             % (len(idx), prefix, limit_syms[0]))
         start = min(sections[i][3] for i in idx)
+        end = max(sections[i][3] + sections[i][4] for i in idx)
+        if end > limit:
+            raise ValueError("%s* sections extend beyond %s" % (prefix, limit_syms[0]))
         secs = [(sections[i][4], sections[i][5]) for i in idx]
         new = place(secs, permutation(seed, len(idx), nonce), start, limit)
         if new is None:
@@ -198,6 +213,51 @@ def main():
     print("two domains, seed 000102..1f, __sched_text_end 0x%x,"
           " __fgkaslr_text_end 0x%x" % (syms["__sched_text_end"],
                                         syms["__fgkaslr_text_end"]))
+    for i in sorted(new):
+        print("  [%d] %s 0x%x -> 0x%x" % (i, secs[i][0], secs[i][3], new[i]))
+    print("the range domains of layout version 3: their nonces")
+    for prefix, _, nonce, since in DOMAINS[1:-1]:
+        print("nonce %s (the %s* domain, layout version %d)"
+              % (nonce.decode(), prefix, since))
+        for s in seeds[:2]:
+            rng = Rng(s, nonce)
+            print("seed", s.hex())
+            print("  u32[0..3]  ", " ".join("%08x" % rng.u32() for _ in range(4)))
+            print("  perm(8)    ", " ".join(map(str, permutation(s, 8, nonce))))
+    # a vmlinux with every domain (layout version 3), .cpuidle.text.* inside
+    # the noinstr bounds as on 6.12
+    secs = [(".text", 1, 6, 0xffffffff81000000, 0x100, 16),
+            (".sched.text.a.o", 1, 6, 0xffffffff81000110, 0x30, 16),
+            (".sched.text.b.o", 1, 6, 0xffffffff81000140, 0x45, 16),
+            (".spinlock.text.a.o", 1, 6, 0xffffffff81000210, 0x28, 16),
+            (".spinlock.text.b.o", 1, 6, 0xffffffff81000240, 0x11, 32),
+            (".spinlock.text.c.o", 1, 6, 0xffffffff81000260, 0x1e, 16),
+            (".static_call.text.a.o", 1, 6, 0xffffffff81000308, 0x10, 8),
+            (".static_call.text.b.o", 1, 6, 0xffffffff81000318, 0x5, 4),
+            (".noinstr.text.a.o", 1, 6, 0xffffffff81000350, 0x46, 16),
+            (".noinstr.text.b.o", 1, 6, 0xffffffff810003a0, 0x2d, 16),
+            (".noinstr.text.c.o", 1, 6, 0xffffffff810003d0, 0x21, 64),
+            (".cpuidle.text.a.o", 1, 6, 0xffffffff81000510, 0x1d, 16),
+            (".cpuidle.text.b.o", 1, 6, 0xffffffff81000530, 0x36, 16),
+            (".text.f", 1, 6, 0xffffffff812001a0, 0x35, 16),
+            (".text.g", 1, 6, 0xffffffff812001e0, 0x10, 16),
+            (".text.h", 1, 6, 0xffffffff812001f0, 0x81, 64)]
+    syms = {"__sched_text_start": 0xffffffff81000100,
+            "__sched_text_end": 0xffffffff810001a0,
+            "__lock_text_start": 0xffffffff81000200,
+            "__lock_text_end": 0xffffffff810002f0,
+            "__static_call_text_start": 0xffffffff81000300,
+            "__static_call_text_end": 0xffffffff81000340,
+            "__noinstr_text_start": 0xffffffff81000340,
+            "__fgkaslr_noinstr_end": 0xffffffff81000500,
+            "__cpuidle_text_start": 0xffffffff81000500,
+            "__cpuidle_text_end": 0xffffffff81000590,
+            "__noinstr_text_end": 0xffffffff81000590,
+            "__fgkaslr_text_end": 0xffffffff81200400,
+            "__fgkaslr_layout_version": 3}
+    new = layout(secs, syms, seed)
+    print("six domains (layout version 3), seed 000102..1f, limits",
+          ", ".join("%s 0x%x" % (d[1][0], syms[d[1][0]]) for d in DOMAINS))
     for i in sorted(new):
         print("  [%d] %s 0x%x -> 0x%x" % (i, secs[i][0], secs[i][3], new[i]))
     print("module nonce 'fgk_test'", module_nonce("fgk_test").hex())

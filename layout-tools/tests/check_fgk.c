@@ -711,8 +711,8 @@ START_TEST(test_fixture_errors)
 	expect_error("entry-short.elf", S0102, FGK_ERR_NOT_FGKASLR,
 		     "extends beyond __fgkaslr_text_end 0x");
 	/* spec §3 version 2: the .sched.text.* domain's rules */
-	expect_error("sched-v3.elf", S0102, FGK_ERR_NOT_FGKASLR,
-		     "vmlinux uses FG-KASLR layout version 3; this libfgk knows 1-2");
+	expect_error("sched-v4.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "vmlinux uses FG-KASLR layout version 4; this libfgk knows 1-3");
 	expect_error("sched-vrel.elf", S0102, FGK_ERR_NOT_FGKASLR,
 		     "__fgkaslr_layout_version is not an absolute symbol");
 	expect_error("sched-overlap.elf", S0102, FGK_ERR_NOT_FGKASLR,
@@ -721,6 +721,15 @@ START_TEST(test_fixture_errors)
 		     "no gap between __sched_text_start");
 	expect_error("sched-d1gap.elf", S0102, FGK_ERR_NOT_FGKASLR,
 		     "has no gap before the .text.* region");
+	/* spec §3 version 3: the range domains' rules */
+	expect_error("domains-v4.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "vmlinux uses FG-KASLR layout version 4; this libfgk knows 1-3");
+	expect_error("domains-beyond.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "section .spinlock.text.kernel/locking/spinlock.o [0x");
+	expect_error("domains-beyond.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "extends beyond __lock_text_end 0x");
+	expect_error("domains-nolimit.elf", S0102, FGK_ERR_NOT_FGKASLR,
+		     "2 .static_call.text.* sections but no __static_call_text_end symbol");
 }
 END_TEST
 
@@ -770,6 +779,8 @@ END_TEST
  * its own region; D0 is the §6 permutation of its three sections with
  * fgkaslr-schd; fgk_layout_start/limit/end are D1's.
  */
+#define TEXT_D (FGK_LAYOUT_DOMAINS - 1)	/* the .text.* domain */
+
 START_TEST(test_fixture_sched_domains)
 {
 	struct fgk_vmlinux *vm;
@@ -785,19 +796,19 @@ START_TEST(test_fixture_sched_domains)
 	OK(fgk_layout_compute(vm, &s, &l));
 	secs = fgk_layout_sections(l, &total);
 	order = fgk_layout_order(l);
-	ck_assert_uint_eq(fgk_layout_ndomains(l), 2);
-	ck_assert_ptr_null(fgk_layout_domain(l, 2, NULL, NULL, NULL, NULL, NULL));
+	ck_assert_uint_eq(fgk_layout_ndomains(l), FGK_LAYOUT_DOMAINS);
+	ck_assert_ptr_null(fgk_layout_domain(l, FGK_LAYOUT_DOMAINS, NULL, NULL, NULL, NULL, NULL));
 	ck_assert_str_eq(fgk_layout_domain(l, 0, &st, &lim, &end, &first, &n),
 			 ".sched.text.");
 	ck_assert_uint_eq(first, 0);
 	ck_assert_uint_eq(n, 3);
 	ck_assert_uint_le(end, lim);
 	ck_assert_mem_eq(fgk_layout_domain_nonce(l, 0), fgk_sched_nonce, FGK_NONCE_SIZE);
-	ck_assert_mem_eq(fgk_layout_domain_nonce(l, 1), fgk_text_nonce, FGK_NONCE_SIZE);
-	ck_assert_ptr_null(fgk_layout_domain_nonce(l, 2));
+	ck_assert_mem_eq(fgk_layout_domain_nonce(l, TEXT_D), fgk_text_nonce, FGK_NONCE_SIZE);
+	ck_assert_ptr_null(fgk_layout_domain_nonce(l, FGK_LAYOUT_DOMAINS));
 	ck_assert_str_eq(fgk_layout_domain_limit_symbol(l, 0), "__sched_text_end");
-	ck_assert_str_eq(fgk_layout_domain_limit_symbol(l, 1), "__fgkaslr_text_end");
-	ck_assert_ptr_null(fgk_layout_domain_limit_symbol(l, 2));
+	ck_assert_str_eq(fgk_layout_domain_limit_symbol(l, TEXT_D), "__fgkaslr_text_end");
+	ck_assert_ptr_null(fgk_layout_domain_limit_symbol(l, FGK_LAYOUT_DOMAINS));
 	OK(fgk_permutation(&s, fgk_sched_nonce, 3, perm));
 	for (size_t k = 0; k < n; k++) {
 		const struct fgk_section *e = &secs[k];
@@ -808,7 +819,7 @@ START_TEST(test_fixture_sched_domains)
 		ck_assert_uint_le(e->new_addr + e->size, lim);
 		ck_assert_uint_eq(fgk_layout_map(l, e->addr), e->new_addr);
 	}
-	ck_assert_str_eq(fgk_layout_domain(l, 1, &st, &lim, &end, &first, &n), ".text.");
+	ck_assert_str_eq(fgk_layout_domain(l, TEXT_D, &st, &lim, &end, &first, &n), ".text.");
 	ck_assert_uint_eq(first, 3);
 	ck_assert_uint_eq(first + n, total);
 	ck_assert_uint_eq(st, fgk_layout_start(l));
@@ -827,6 +838,118 @@ START_TEST(test_fixture_sched_domains)
 	ck_assert_str_eq(fgk_layout_domain(l, 0, &st, NULL, NULL, NULL, &n), ".sched.text.");
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(st, 0);
+	fgk_layout_free(l);
+	fgk_vmlinux_close(vm);
+}
+END_TEST
+
+/*
+ * spec §10 (version 3): the range domains' nonces, perm(8) for seeds
+ * 000102..1f and 0 (printed by docs/layout_ref.py).
+ */
+static const struct {
+	const char *nonce;
+	uint32_t perm8[2][8];
+} range_vectors[4] = {
+	{ "fgkaslr-lock", { { 1, 4, 6, 2, 5, 0, 7, 3 }, { 0, 3, 5, 1, 7, 2, 4, 6 } } },
+	{ "fgkaslr-scal", { { 4, 1, 6, 0, 2, 3, 7, 5 }, { 1, 5, 4, 0, 3, 7, 2, 6 } } },
+	{ "fgkaslr-noin", { { 7, 4, 0, 1, 5, 6, 2, 3 }, { 1, 3, 4, 0, 6, 5, 7, 2 } } },
+	{ "fgkaslr-idle", { { 2, 5, 6, 0, 7, 3, 1, 4 }, { 5, 6, 0, 1, 7, 4, 2, 3 } } },
+};
+
+START_TEST(test_spec_range_nonces)
+{
+	const char *seeds[2] = {
+		"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f",
+		"0000000000000000000000000000000000000000000000000000000000000000",
+	};
+
+	for (int k = 0; k < 2; k++) {
+		struct fgk_seed s = seed_of(seeds[k]);
+		uint32_t order[8];
+
+		OK(fgk_permutation(&s, (const uint8_t *)range_vectors[_i].nonce, 8, order));
+		for (int j = 0; j < 8; j++)
+			ck_assert_uint_eq(order[j], range_vectors[_i].perm8[k][j]);
+	}
+}
+END_TEST
+
+/*
+ * domains.elf: every domain of layout version 3 through the API, in
+ * address order; each is its §6 permutation with its own nonce, placed in
+ * its own [start, limit); fgk_layout_start/limit/end stay the .text.*
+ * domain's.
+ */
+START_TEST(test_fixture_range_domains)
+{
+	static const struct {
+		const char *prefix, *limit_sym, *nonce;
+		size_t n;
+	} want[FGK_LAYOUT_DOMAINS] = {
+		{ ".sched.text.", "__sched_text_end", "fgkaslr-schd", 3 },
+		{ ".spinlock.text.", "__lock_text_end", "fgkaslr-lock", 3 },
+		{ ".static_call.text.", "__static_call_text_end", "fgkaslr-scal", 2 },
+		{ ".noinstr.text.", "__fgkaslr_noinstr_end", "fgkaslr-noin", 4 },
+		{ ".cpuidle.text.", "__cpuidle_text_end", "fgkaslr-idle", 2 },
+		{ ".text.", "__fgkaslr_text_end", "fgkaslr-text", 0 },
+	};
+	struct fgk_vmlinux *vm;
+	struct fgk_layout *l;
+	struct fgk_seed s = seed_of(S0102);
+	const struct fgk_section *secs;
+	const uint32_t *order;
+	uint64_t st, lim, end, prev_lim = 0;
+	size_t first, n, total, next = 0;
+
+	OK(open_fixture("domains.elf", &vm));
+	OK(fgk_layout_compute(vm, &s, &l));
+	secs = fgk_layout_sections(l, &total);
+	order = fgk_layout_order(l);
+	ck_assert_uint_eq(fgk_layout_ndomains(l), FGK_LAYOUT_DOMAINS);
+	for (size_t d = 0; d < FGK_LAYOUT_DOMAINS; d++) {
+		uint32_t perm[8];
+
+		ck_assert_str_eq(fgk_layout_domain(l, d, &st, &lim, &end, &first, &n),
+				 want[d].prefix);
+		ck_assert_str_eq(fgk_layout_domain_limit_symbol(l, d), want[d].limit_sym);
+		ck_assert_mem_eq(fgk_layout_domain_nonce(l, d), want[d].nonce, FGK_NONCE_SIZE);
+		ck_assert_uint_eq(first, next);
+		if (want[d].n)
+			ck_assert_uint_eq(n, want[d].n);
+		ck_assert_uint_gt(st, prev_lim);	/* a gap after the one before */
+		ck_assert_uint_le(end, lim);
+		if (n <= 8) {
+			OK(fgk_permutation(&s, fgk_layout_domain_nonce(l, d), n, perm));
+			for (size_t k = 0; k < n; k++)
+				ck_assert_uint_eq(order[first + k], first + perm[k]);
+		}
+		for (size_t k = first; k < first + n; k++) {
+			ck_assert(strncmp(secs[k].name, want[d].prefix, strlen(want[d].prefix)) == 0);
+			ck_assert_uint_ge(secs[k].new_addr, st);
+			ck_assert_uint_le(secs[k].new_addr + secs[k].size, lim);
+			ck_assert_uint_eq(fgk_layout_map(l, secs[k].addr), secs[k].new_addr);
+		}
+		next = first + n;
+		prev_lim = lim;
+	}
+	ck_assert_uint_eq(next, total);
+	fgk_layout_domain(l, TEXT_D, &st, &lim, &end, NULL, NULL);
+	ck_assert_uint_eq(st, fgk_layout_start(l));
+	ck_assert_uint_eq(lim, fgk_layout_limit(l));
+	ck_assert_uint_eq(end, fgk_layout_end(l));
+	fgk_layout_free(l);
+	fgk_vmlinux_close(vm);
+	/* version 3 without sections in the new domains: as version 2 */
+	OK(open_fixture("sched-v3.elf", &vm));
+	OK(fgk_layout_compute(vm, &s, &l));
+	for (size_t d = 1; d < TEXT_D; d++) {
+		fgk_layout_domain(l, d, &st, NULL, NULL, NULL, &n);
+		ck_assert_uint_eq(n, 0);
+		ck_assert_uint_eq(st, 0);
+	}
+	fgk_layout_domain(l, 0, NULL, NULL, NULL, NULL, &n);
+	ck_assert_uint_eq(n, 3);
 	fgk_layout_free(l);
 	fgk_vmlinux_close(vm);
 }
@@ -1387,6 +1510,7 @@ static Suite *fgk_suite(void)
 	tcase_add_test(tc, test_permutation_is_permutation);
 	tcase_add_test(tc, test_module_nonce);
 	tcase_add_loop_test(tc, test_spec_sched_nonce, 0, 3);
+	tcase_add_loop_test(tc, test_spec_range_nonces, 0, 4);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("placement");
@@ -1411,6 +1535,7 @@ static Suite *fgk_suite(void)
 	tcase_add_test(tc, test_fixture_xindex);
 	tcase_add_test(tc, test_fixture_errors);
 	tcase_add_test(tc, test_fixture_sched_domains);
+	tcase_add_test(tc, test_fixture_range_domains);
 	tcase_add_test(tc, test_fixture_nofit);
 	tcase_add_test(tc, test_record_check);
 	tcase_add_test(tc, test_vmlinux_find);

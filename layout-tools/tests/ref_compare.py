@@ -237,7 +237,7 @@ def main(argv):
     paths = argv[1:] or [os.path.join(fixdir, f) for f in
                          ("fixture.elf", "fixture-rel.elf", "padded.elf", "nokallsyms.elf",
                           "nofit.elf", "xindex.elf", "entry.elf", "entry-nofit.elf",
-                          "sched.elf", "sched-v1.elf")
+                          "sched.elf", "sched-v1.elf", "sched-v3.elf", "domains.elf")
                          if os.path.exists(os.path.join(fixdir, f))]
     seeds = [bytes(range(32)), bytes(32), bytes.fromhex("ff" * 32)]
     seeds += [secrets.token_bytes(32) for _ in range(5)]
