@@ -27,6 +27,33 @@ BOUNDS = ["__entry_text_start", "__entry_text_end", "__irqentry_text_start",
 
 
 SCHED_DOMAIN = "shuffled .sched.text.* (per object, inside its bounds)"
+# spec §3 (version 3): the range domains, address order, .text.* after them:
+# (prefix, first layout version, start symbol, limit symbol)
+RANGE_DOMAINS = [
+    (".sched.text.", 2, "__sched_text_start", "__sched_text_end"),
+    (".spinlock.text.", 3, "__lock_text_start", "__lock_text_end"),
+    (".static_call.text.", 3, "__static_call_text_start", "__static_call_text_end"),
+    (".noinstr.text.", 3, "__noinstr_text_start", "__fgkaslr_noinstr_end"),
+    (".cpuidle.text.", 3, "__cpuidle_text_start", "__cpuidle_text_end"),
+]
+
+
+def moving_name(prefix):
+    return f"shuffled {prefix}* (per object, inside its bounds)"
+
+
+MOVING = {"shuffled .text.*"} | {moving_name(d[0]) for d in RANGE_DOMAINS}
+
+
+def domain_sections(sections, version):
+    """Per range domain, then .text.*: the readelf -SW rows of its sections
+    (allocated, executable PROGBITS, not empty; a range domain only from
+    its layout version on)."""
+    def rows(prefix):
+        return [s for s in sections if s[0].startswith(prefix) and s[1] == "PROGBITS"
+                and "A" in s[5] and "X" in s[5] and s[4]]
+    return [rows(p) if version >= since else [] for p, since, _, _ in RANGE_DOMAINS] + \
+        [rows(".text.")]
 
 
 @pytest.fixture(scope="module")
@@ -119,20 +146,19 @@ def test_regions_bounds_and_functions_match_the_symbol_table(audit, nm, funcs, s
     for s in BOUNDS[:-1:2]:
         e = s.replace("_start", "_end")
         if s in nm and e in nm:
-            assert any(r["start_symbol"] == s and r["end_symbol"] == e for r in rs), s
+            # a range domain's region ends at its limit symbol
+            ends = {e} | {d[3] for d in RANGE_DOMAINS if d[2] == s}
+            assert any(r["start_symbol"] == s and r["end_symbol"] in ends for r in rs), s
     # the shuffled region and the other executable sections: readelf -SW;
     # spec §3 version 2 adds the .sched.text.* domain
-    rand = [s for s in sections if s[0].startswith(".text.") and s[1] == "PROGBITS"
-            and "A" in s[5] and "X" in s[5] and s[4]]
-    sched = [s for s in sections if s[0].startswith(".sched.text.") and s[1] == "PROGBITS"
-             and "A" in s[5] and "X" in s[5] and s[4]]
-    if nm.get("__fgkaslr_layout_version", 1) < 2:
-        sched = []
-    assert audit["entropy"]["sections"] == len(rand) + len(sched)
+    doms = domain_sections(sections, nm.get("__fgkaslr_layout_version", 1))
+    rand = doms[-1]
+    assert audit["entropy"]["sections"] == sum(map(len, doms))
     assert len(rand) > 1000
-    bits = sum(math.lgamma(len(d) + 1) / math.log(2) for d in (rand, sched))
+    bits = sum(math.lgamma(len(d) + 1) / math.log(2) for d in doms)
     assert audit["entropy"]["log2_orderings"] == pytest.approx(bits, abs=0.06)
-    assert [d["sections"] for d in audit["entropy"]["domains"]] == [len(sched), len(rand)]
+    assert [d["sections"] for d in audit["entropy"]["domains"]] == list(map(len, doms))
+    present = {moving_name(d[0]) for d, rows in zip(RANGE_DOMAINS, doms) if rows}
     assert named["shuffled .text.*"]["start"] == min(s[2] for s in rand)
     assert named["shuffled .text.*"]["end"] == max(s[2] + s[4] for s in rand)
     assert named[".init.text"]["init"] and named[".init.text"]["start"] == nm["_sinittext"]
@@ -146,8 +172,8 @@ def test_regions_bounds_and_functions_match_the_symbol_table(audit, nm, funcs, s
             want[r["name"]][1] += size
     for r in rs:
         assert [r["functions"], r["function_bytes"]] == want[r["name"]], r["name"]
-        assert r["moves"] == (r["name"] in ("shuffled .text.*", SCHED_DOMAIN)), r["name"]
-        assert r["name"] != SCHED_DOMAIN or bool(sched)
+        assert r["moves"] == (r["name"] in MOVING), r["name"]
+        assert r["name"] not in MOVING - {"shuffled .text.*"} or r["name"] in present
         assert (r["why"] is None) == r["moves"]
         if r["asm_functions"] is not None:
             assert r["asm_functions"] <= r["functions"]
@@ -336,16 +362,16 @@ def test_bad_vmlinux_is_one_line(tmp_path):
     assert r.stderr.count("\n") == 1
 
 
-def independent_sched_share(path):
+def independent_share(path, start="__sched_text_start", end="__sched_text_end"):
     """From the ELF symbol table alone (readelf -sW, nm): the sized
-    function symbols inside [__sched_text_start, __sched_text_end) (aliases
-    once, the largest size), and every resident sized function."""
+    function symbols inside [start, end) (aliases once, the largest size),
+    and every resident sized function."""
     syms = {}
     for line in output("nm", path).splitlines():
         p = line.split()
         if len(p) == 3:
             syms.setdefault(p[2], int(p[0], 16))
-    lo, hi = syms["__sched_text_start"], syms["__sched_text_end"]
+    lo, hi = syms[start], syms[end]
     f = {}
     for line in output("readelf", "-sW", path).splitlines():
         p = line.split()
@@ -356,23 +382,44 @@ def independent_sched_share(path):
     return len(inside), sum(inside.values()), syms
 
 
-def check_sched_domain(path):
-    n, nbytes, syms = independent_sched_share(path)
+def check_range_domains(path):
+    """Every range domain with sections (spec §3): its region is the
+    kernel's bounds [start symbol, limit symbol), moves, and holds the
+    functions the symbol table puts there; the moving total is theirs plus
+    the .text.* region's."""
     a = json.loads(fgk("audit", path, "--json", status=0).stdout)
     named = {r["name"]: r for r in a["regions"]}
-    r = named[SCHED_DOMAIN]
-    print(f"{path}: .sched.text.* domain: {n} functions, {nbytes} bytes by the symbol "
-          f"table; fgk audit {r['functions']}, {r['function_bytes']}; moving "
-          f"{a['totals']['resident_moving_percent']} %")
-    assert (r["functions"], r["function_bytes"]) == (n, nbytes) and n > 0
-    assert r["class"] == "moving" and r["moves"] and ".sched.text" not in named
-    assert (int(r["start"], 16), int(r["end"], 16)) == (syms["__sched_text_start"],
-                                                        syms["__sched_text_end"])
+    moving = named["shuffled .text.*"]["function_bytes"]
+    found = 0
+    for (prefix, _, start, end), dom in zip(RANGE_DOMAINS, a["entropy"]["domains"]):
+        assert dom["prefix"] == prefix
+        if not dom["sections"]:
+            assert moving_name(prefix) not in named
+            continue
+        found += 1
+        n, nbytes, syms = independent_share(path, start, end)
+        r = named[moving_name(prefix)]
+        print(f"{path}: {prefix}* domain: {dom['sections']} sections, {n} functions, "
+              f"{nbytes} bytes by the symbol table; fgk audit {r['functions']}, "
+              f"{r['function_bytes']}")
+        assert (r["functions"], r["function_bytes"]) == (n, nbytes) and n > 0
+        assert r["class"] == "moving" and r["moves"] and r["why"] is None
+        assert (int(r["start"], 16), int(r["end"], 16)) == (syms[start], syms[end])
+        assert (r["start_symbol"], r["end_symbol"]) == (start, end)
+        moving += nbytes
     t = a["totals"]
-    assert t["moving"]["function_bytes"] == nbytes + named["shuffled .text.*"]["function_bytes"]
+    print(f"{path}: {found} range domains; moving {t['resident_moving_percent']} %")
+    assert t["moving"]["function_bytes"] == moving
     resident = t["moving"]["function_bytes"] + t["fixed"]["function_bytes"]
     assert t["resident_moving_percent"] == pytest.approx(
         100 * t["moving"]["function_bytes"] / resident, abs=0.006)
+    return a, found
+
+
+def check_sched_domain(path):
+    a, found = check_range_domains(path)
+    named = {r["name"]: r for r in a["regions"]}
+    assert SCHED_DOMAIN in named and ".sched.text" not in named
     return a
 
 
@@ -386,6 +433,24 @@ def test_sched_domain_fixture(elf_fixtures):
     named = {r["name"]: r for r in v1["regions"]}
     assert SCHED_DOMAIN not in named and named[".sched.text"]["class"] == "fixed"
     assert v1["entropy"]["domains"][0]["sections"] == 0
+
+
+def test_range_domains_fixture(elf_fixtures):
+    """domains.elf (layout version 3): each range domain's bounds move, its
+    functions counted from the symbol table; the .noinstr.text bounds end
+    at __fgkaslr_noinstr_end, where the .cpuidle.text ones begin; sched-v3.elf
+    (version 3, no sections in the new domains) audits as sched.elf."""
+    a, found = check_range_domains(elf_fixtures / "domains.elf")
+    assert found == 5
+    assert [d["sections"] for d in a["entropy"]["domains"]][:5] == [3, 3, 2, 4, 2]
+    named = {r["name"]: r for r in a["regions"]}
+    for old in (".sched.text", ".lock.text", ".static_call.text", ".noinstr.text",
+                ".cpuidle.text"):
+        assert old not in named, old
+    v3, found = check_range_domains(elf_fixtures / "sched-v3.elf")
+    v2 = json.loads(fgk("audit", elf_fixtures / "sched.elf", "--json", status=0).stdout)
+    assert found == 1 and v3["entropy"] == v2["entropy"]
+    assert v3["totals"] == v2["totals"]
 
 
 @pytest.mark.k612

@@ -839,7 +839,7 @@ def test_matrix_hostile_text(fix, tmp_path, env):
 # ------------------------------------------- spec §3 version 2: two domains
 
 SCHED_BAD = {
-    "sched-v3.elf": ("vmlinux uses FG-KASLR layout version 3; this libfgk knows 1-2",),
+    "sched-v4.elf": ("vmlinux uses FG-KASLR layout version 4; this libfgk knows 1-3",),
     "sched-vrel.elf": ("__fgkaslr_layout_version is not an absolute symbol",
                        "layout version is unknown"),
     "sched-overlap.elf": ("not laid out for FG-KASLR", "the .sched.text.* region",
@@ -847,6 +847,13 @@ SCHED_BAD = {
     "sched-nogap.elf": ("not laid out for FG-KASLR", "no gap between __sched_text_start"),
     "sched-d1gap.elf": ("not laid out for FG-KASLR", "the .sched.text.* region",
                         "has no gap before the .text.* region"),
+    # spec §3 version 3: the range domains (domains.lds.in)
+    "domains-v4.elf": ("vmlinux uses FG-KASLR layout version 4; this libfgk knows 1-3",),
+    "domains-beyond.elf": ("not laid out for FG-KASLR",
+                           "section .spinlock.text.kernel/locking/spinlock.o",
+                           "extends beyond __lock_text_end"),
+    "domains-nolimit.elf": ("2 .static_call.text.* sections but no "
+                            "__static_call_text_end symbol",),
 }
 
 

@@ -195,7 +195,9 @@ def test_layout_json_is_the_tsv(vm, pretty):
     assert j["start"] <= j["end"] <= j["limit"]
     # spec section 3: the domains partition sections[] (fixture.elf has
     # no .sched.text.* domain), the .text.* one is start/limit/end's
-    d0, d1 = j["domains"]
+    assert len(j["domains"]) == 6       # spec version 3: five range domains, .text.*
+    d0, d1 = j["domains"][0], j["domains"][-1]
+    assert all(d["sections"] == 0 and d["start"] is None for d in j["domains"][:-1])
     assert (d0["prefix"], d0["sections"], d0["start"], d0["first"]) == (".sched.text.", 0, None, 0)
     assert (d1["prefix"], d1["sections"], d1["first"]) == (".text.", len(rows), 0)
     assert (d1["start"], d1["limit"], d1["end"]) == (j["start"], j["limit"], j["end"])

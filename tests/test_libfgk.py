@@ -701,25 +701,37 @@ def test_audit_counts_the_entry_text_after_the_region(elf_fixtures):
     assert re.search(r"^  \.entry\.text section: .*PTI", txt, re.M), txt
 
 
+# spec section 3 (version 3): (prefix, first layout version, limit symbol)
+# of each range domain, address order; .text.* after them
+RANGE_DOMAINS = [(".sched.text.", 2, "__sched_text_end"),
+                 (".spinlock.text.", 3, "__lock_text_end"),
+                 (".static_call.text.", 3, "__static_call_text_end"),
+                 (".noinstr.text.", 3, "__fgkaslr_noinstr_end"),
+                 (".cpuidle.text.", 3, "__cpuidle_text_end")]
+PREFIXES = [d[0] for d in RANGE_DOMAINS] + [".text."]
+
+
 def domain_sections(path):
-    """Spec section 3 by readelf -SW alone: ([(index, name, addr, size)] of
-    the .sched.text.* sections, the same of the .text.* ones), non-empty
-    PROGBITS AX, index order; the .sched.text.* ones only for layout
-    version 2 (__fgkaslr_layout_version by nm)."""
-    d0, d1 = [], []
+    """Spec section 3 by readelf -SW alone: per domain (RANGE_DOMAINS, then
+    .text.*), [(index, name, addr, size)] of its sections, non-empty
+    PROGBITS AX, index order; a range domain's only from its layout version
+    on (__fgkaslr_layout_version by nm)."""
+    doms = [[] for _ in PREFIXES]
     for ln in run("readelf", "-SW", path).splitlines():
         m = re.match(r"\s*\[\s*(\d+)\]\s+(\S+)\s+PROGBITS\s+([0-9a-f]+)\s+[0-9a-f]+\s+"
                      r"([0-9a-f]+)\s+\S+\s+(\S+)\s", ln)
         if not m or not int(m.group(4), 16) or not {"A", "X"} <= set(m.group(5)):
             continue
         e = (int(m.group(1)), m.group(2), int(m.group(3), 16), int(m.group(4), 16))
-        if e[1].startswith(".sched.text."):
-            d0.append(e)
-        elif e[1].startswith(".text."):
-            d1.append(e)
-    if nm_values(path).get("__fgkaslr_layout_version", 1) < 2:
-        d0 = []
-    return d0, d1
+        for k, p in enumerate(PREFIXES):
+            if e[1].startswith(p):
+                doms[k].append(e)
+                break
+    version = nm_values(path).get("__fgkaslr_layout_version", 1)
+    for k, (_, since, _) in enumerate(RANGE_DOMAINS):
+        if version < since:
+            doms[k] = []
+    return doms
 
 
 def check_domains(path, seed=SEED):
@@ -730,10 +742,11 @@ def check_domains(path, seed=SEED):
     with libfgk.Vmlinux(path) as vm:
         lay = vm.layout(seed)
         ds = lay.domains
-        assert [d.prefix for d in ds] == [".sched.text.", ".text."]
-        assert [d.name for d in ds] == [".sched.text.*", ".text.*"]
-        assert [d.nonce for d in ds] == [b"fgkaslr-schd", b"fgkaslr-text"]
-        assert [d.index for d in ds] == [0, 1]
+        assert [d.prefix for d in ds] == PREFIXES
+        assert [d.name for d in ds] == [p + "*" for p in PREFIXES]
+        assert [d.nonce for d in ds] == [b"fgkaslr-schd", b"fgkaslr-lock", b"fgkaslr-scal",
+                                         b"fgkaslr-noin", b"fgkaslr-idle", b"fgkaslr-text"]
+        assert [d.index for d in ds] == list(range(6))
         first = 0
         for d, secs in zip(ds, want):
             assert (d.first, d.n) == (first, len(secs)), d
@@ -744,14 +757,17 @@ def check_domains(path, seed=SEED):
             if not secs:
                 assert (d.start, d.limit, d.end, d.limit_symbol) == (None,) * 4
                 continue
-            sym = "__sched_text_end" if d.index == 0 else \
+            sym = RANGE_DOMAINS[d.index][2] if d.index < 5 else \
                 "__fgkaslr_text_end" if "__fgkaslr_text_end" in nm else "_etext"
             assert d.limit_symbol == sym and d.limit == nm[sym]
             assert d.start == min(s[2] for s in secs)
             assert d.start <= d.end <= d.limit
             assert all(d.start <= s.new_addr and s.new_addr + s.size <= d.end for s in mine)
         assert first == lay.n
-        assert (ds[1].start, ds[1].limit, ds[1].end) == (lay.start, lay.limit, lay.end)
+        assert (ds[-1].start, ds[-1].limit, ds[-1].end) == (lay.start, lay.limit, lay.end)
+        # address order, a gap between domains with sections
+        used = [d for d in ds if d.n]
+        assert all(a.limit < b.start for a, b in zip(used, used[1:]))
         # fgk layout --json says the same
         j = json.loads(run(FGK, "layout", path, "--seed", seed, "--json"))
         assert j["domains"] == [
@@ -770,10 +786,14 @@ def test_layout_domains_of_fixtures(elf_fixtures, fg_elf):
     domain (fixture.elf; sched-v1.elf: its sections, but layout version 1)
     and with one (sched.elf: three sections)."""
     for path in (elf_fixtures / "fixture.elf", elf_fixtures / "sched-v1.elf", fg_elf):
-        d0, d1 = check_domains(path)
-        assert d0.n == 0 and d1.n > 3, path
-    d0, d1 = check_domains(elf_fixtures / "sched.elf")
-    assert d0.n == 3 and d0.limit < d1.start
+        ds = check_domains(path)
+        assert [d.n for d in ds[:5]] == [0] * 5 and ds[5].n > 3, path
+    for name in ("sched.elf", "sched-v3.elf"):
+        ds = check_domains(elf_fixtures / name)
+        assert [d.n for d in ds[:5]] == [3, 0, 0, 0, 0] and ds[0].limit < ds[5].start
+    # layout version 3: every range domain (domains.elf)
+    ds = check_domains(elf_fixtures / "domains.elf")
+    assert [d.n for d in ds[:5]] == [3, 3, 2, 4, 2]
 
 
 @pytest.mark.k612
@@ -781,9 +801,10 @@ def test_layout_domains_of_the_kernel(vmlinux):
     """Layout.domains of the built kernel: with the .sched.text.* domain
     (kernel series 6.1 patch 27, 6.12 patch 28) a dozen sections below the
     .text.* ones, else none."""
-    d0, d1 = check_domains(vmlinux)
-    print(f"{vmlinux}: .sched.text.* {d0.n} sections, log2(n!) {d0.log2_orderings:.1f}; "
-          f".text.* {d1.n}, {d1.log2_orderings:.1f}")
+    ds = check_domains(vmlinux)
+    print(f"{vmlinux}: " + "; ".join(f"{d.name} {d.n} sections, log2(n!) "
+                                     f"{d.log2_orderings:.1f}" for d in ds))
+    d0, d1 = ds[0], ds[-1]
     assert d1.n > 1000
     if d0.n:
         assert d0.limit < d1.start and d0.limit_symbol == "__sched_text_end"
