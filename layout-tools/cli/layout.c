@@ -13,8 +13,10 @@ static const char help[] =
 "                 [--relink OUT]\n"
 "\n"
 "Print the FG-KASLR layout of VMLINUX for SEED (docs/layout-spec.md): one\n"
-"line per randomized section, domain by domain (.sched.text.* first), in\n"
-"section header index order within each.\n"
+"line per randomized section, domain by domain (the range domains\n"
+".sched.text.*, .spinlock.text.*, .static_call.text.*, .noinstr.text.*,\n"
+".cpuidle.text.* first, .text.* last), in section header index order\n"
+"within each.\n"
 "\n"
 "TSV output (default): a header line, then tab-separated columns\n"
 "  index  name  link  new  size  align\n"
@@ -23,7 +25,7 @@ static const char help[] =
 "0x hex; align = decimal.\n"
 "\n"
 "--json   one JSON object: seed, start, limit, end, domains[] (spec section 3:\n"
-"         .sched.text. then .text.: prefix, sections, log2_orderings as in\n"
+"         the six domains, .text. last: prefix, sections, log2_orderings as in\n"
 "         fgk audit --json, start, limit, end, limit_symbol, nonce, first),\n"
 "         sections[] with the same fields as the TSV (addresses and sizes as\n"
 "         \"0x...\" strings); --pretty: the same, indented\n"
@@ -49,7 +51,7 @@ CLI_TARGET_HELP
 
 /*
  * Spec §3: one object per shuffle domain, fgk_layout_domain() order
- * (.sched.text. then .text.), with fgk audit --json's entropy.domains
+ * (the five range domains, then .text.), with fgk audit --json's entropy.domains
  * fields (prefix, sections, log2_orderings) and where it lies: start,
  * limit, end (null for an empty domain), limit_symbol, nonce, first (its
  * first entry in sections[]).

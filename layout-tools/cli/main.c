@@ -14,7 +14,7 @@
 #ifndef FGK_PACKAGE_VERSION
 #define FGK_PACKAGE_VERSION "0.9"
 #endif
-#define FGK_SPEC_VERSION 2
+#define FGK_SPEC_VERSION 3
 #ifndef FGK_ABI_VERSION
 #define FGK_ABI_VERSION 1
 #endif

@@ -593,20 +593,23 @@ class Section:
 @dataclass(frozen=True)
 class Domain:
     """A shuffle domain of a layout (docs/layout-spec.md section 3, version
-    2: ``.sched.text.`` then ``.text.``; fgk_layout_domain()).  Its
+    3: the range domains ``.sched.text.``, ``.spinlock.text.``,
+    ``.static_call.text.``, ``.noinstr.text.``, ``.cpuidle.text.``, then
+    ``.text.``; fgk_layout_domain()).  Its
     sections are ``Layout.sections[first:first + n]``, shuffled with
     `nonce` and placed in [start, limit) up to `end`; start, limit, end
     and limit_symbol are None for an empty domain (a vmlinux of layout
-    version 1 has no .sched.text.* one)."""
+    version 1 has no .sched.text.* one, one of version 2 none of the
+    other range domains)."""
     index: int
-    prefix: str         # ".sched.text." or ".text."
+    prefix: str         # ".sched.text.", ".spinlock.text.", ..., ".text."
     first: int
     n: int              # its number of sections
     start: int | None   # lowest link address of its sections
     limit: int | None   # the value of limit_symbol
     end: int | None     # where its placement stopped (<= limit)
-    limit_symbol: str | None    # "__sched_text_end"; "__fgkaslr_text_end" or "_etext"
-    nonce: bytes        # the section 4 nonce, 12 bytes: b"fgkaslr-schd", b"fgkaslr-text"
+    limit_symbol: str | None    # "__sched_text_end", ...; "__fgkaslr_text_end" or "_etext"
+    nonce: bytes        # the section 4 nonce, 12 bytes: b"fgkaslr-schd", ..., b"fgkaslr-text"
 
     @property
     def name(self) -> str:
@@ -833,7 +836,7 @@ class Layout:
 
     @property
     def domains(self) -> list:
-        """The shuffle domains (Domain), .sched.text. then .text. (section 3);
+        """The shuffle domains (Domain), the five range domains then .text. (section 3);
         start, limit and end are the .text. one's."""
         if self._domains is None:
             p, lib = self._handle(), _L()
