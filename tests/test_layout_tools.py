@@ -605,18 +605,29 @@ echo kallsyms-end
 """
 
 
+# spec §3 (version 3): the range domains' prefixes and kernel bounds
+RANGE_BOUNDS = [(".sched.text.", "__sched_text_start", "__sched_text_end"),
+                (".spinlock.text.", "__lock_text_start", "__lock_text_end"),
+                (".static_call.text.", "__static_call_text_start", "__static_call_text_end"),
+                (".noinstr.text.", "__noinstr_text_start", "__fgkaslr_noinstr_end"),
+                (".cpuidle.text.", "__cpuidle_text_start", "__cpuidle_text_end")]
+
+
 @pytest.mark.k612
 def test_map_equals_kallsyms_with_sched_domain():
-    """Spec §3 version 2 on a booted kernel: `fgk map` equals the guest's
-    /proc/kallsyms line for line (nokaslr replay, a fixed seed), including
-    every symbol System.map puts in [__sched_text_start, __sched_text_end):
-    each stays inside those bounds, and the sched sections do move."""
+    """Spec §3 version 2 and 3 on a booted kernel: `fgk map` equals the
+    guest's /proc/kallsyms line for line (nokaslr replay, a fixed seed),
+    including every symbol System.map puts in a range domain's bounds
+    ([__sched_text_start, __sched_text_end), [__lock_text_start,
+    __lock_text_end), ...): each stays inside its bounds, and the domains'
+    sections do move."""
     from conftest import boot
     sections = subprocess.run(["readelf", "-SW", VMLINUX], capture_output=True,
                               text=True).stdout
-    if " .sched.text." not in sections:
-        reason = (f"{KERNEL_NAME}/vmlinux has no .sched.text.* sections (no second "
-                  "shuffle domain): nothing to compare")
+    present = [d for d in RANGE_BOUNDS if f" {d[0]}" in sections]
+    if not present:
+        reason = (f"{KERNEL_NAME}/vmlinux has no .sched.text.* or other range domain "
+                  "sections (no second shuffle domain): nothing to compare")
         print(reason)
         pytest.skip(reason)
     res = boot(SCHED_SCRIPT, profile="replay", seed=S0102, timeout=180)
@@ -631,16 +642,22 @@ def test_map_equals_kallsyms_with_sched_domain():
     for line in (KERNEL_DIR / "System.map").read_text().splitlines():
         a, t, n = line.split(" ", 2)
         link.setdefault(n, int(a, 16))
-    lo, hi = link["__sched_text_start"], link["__sched_text_end"]
     runtime = {}
     for line in got:
         a, t, n = line.split(" ", 2)
         runtime.setdefault(n, int(a, 16))
-    sched = [n for n, a in link.items() if lo < a < hi]
-    moved = [n for n in sched if runtime[n] != link[n]]
-    print(f"{len(got)} kallsyms lines equal fgk map; {len(sched)} symbols in the "
-          f".sched.text bounds, {len(moved)} moved, all inside the bounds")
-    assert len(sched) > 100 and moved
-    assert all(lo < runtime[n] < hi for n in sched)
-    outside = [n for n, a in runtime.items() if lo < a < hi and n not in sched]
-    assert not outside, outside[:5]
+    all_moved = 0
+    for prefix, start, end in present:
+        lo, hi = link[start], link[end]
+        inside = [n for n, a in link.items() if lo < a < hi]
+        moved = [n for n in inside if runtime[n] != link[n]]
+        all_moved += len(moved)
+        print(f"{len(got)} kallsyms lines equal fgk map; {len(inside)} symbols in the "
+              f"{prefix}* bounds [{start}, {end}), {len(moved)} moved, all inside")
+        assert inside
+        if prefix == ".sched.text.":
+            assert len(inside) > 100 and moved
+        assert all(lo < runtime[n] < hi for n in inside)
+        outside = [n for n, a in runtime.items() if lo < a < hi and n not in inside]
+        assert not outside, outside[:5]
+    assert all_moved
