@@ -173,19 +173,25 @@ def test_map_addr_layout_from_kallsyms(boots):
     diff = [(x, y) for x, y in zip(la.stdout.splitlines(), ls.stdout.splitlines()) if x != y]
     assert all(x.split("\t")[1] in g for x, _ in diff), diff[:3]
     assert len(la.stdout.splitlines()) == len(ls.stdout.splitlines()) > 10000
-    # spec §3 version 2: the .sched.text.* domain is rebuilt too, in its own
-    # region (skipped silently on a kernel without it: nothing to find)
-    d0 = [x.split("\t") for x in la.stdout.splitlines()[1:]
-          if x.split("\t")[1].startswith(".sched.text.")]
-    want_d0 = [x.split("\t") for x in ls.stdout.splitlines()[1:]
-               if x.split("\t")[1].startswith(".sched.text.")]
-    assert d0 == want_d0
-    if d0:
-        nm = run("nm", VMLINUX).stdout
-        end = int(re.search(r"^([0-9a-f]{16}) \S __sched_text_end$", nm, re.M).group(1), 16)
-        assert all(int(x[3], 16) + int(x[4], 16) <= end for x in d0)
-        print(f"{len(d0)} .sched.text.* sections rebuilt from kallsyms, "
-              f"{sum(x[2] != x[3] for x in d0)} moved")
+    # spec §3 version 2 and 3: the range domains are rebuilt too, each in
+    # its own region (skipped silently on a kernel without them)
+    nm = None
+    for prefix, limit in ((".sched.text.", "__sched_text_end"),
+                          (".spinlock.text.", "__lock_text_end"),
+                          (".static_call.text.", "__static_call_text_end"),
+                          (".noinstr.text.", "__fgkaslr_noinstr_end"),
+                          (".cpuidle.text.", "__cpuidle_text_end")):
+        d0 = [x.split("\t") for x in la.stdout.splitlines()[1:]
+              if x.split("\t")[1].startswith(prefix)]
+        want_d0 = [x.split("\t") for x in ls.stdout.splitlines()[1:]
+                   if x.split("\t")[1].startswith(prefix)]
+        assert d0 == want_d0, prefix
+        if d0:
+            nm = nm or run("nm", VMLINUX).stdout
+            end = int(re.search(r"^([0-9a-f]{16}) \S " + limit + "$", nm, re.M).group(1), 16)
+            assert all(int(x[3], 16) + int(x[4], 16) <= end for x in d0)
+            print(f"{len(d0)} {prefix}* sections rebuilt from kallsyms, "
+                  f"{sum(x[2] != x[3] for x in d0)} moved")
 
 
 def check_refused(cmd, out, *want):

@@ -132,19 +132,15 @@ def region(relinked):
     return int(j["start"], 16), int(j["limit"], 16)
 
 
-def sched_region():
-    """Spec §3 version 2: the .sched.text.* domain's [start, limit) (its
-    lowest section, __sched_text_end), or None without the domain."""
+def sched_regions():
+    """Spec §3 versions 2 and 3: each non-empty range domain's [start,
+    limit) (its lowest section, its limit symbol), from fgk layout --json."""
     import json
     j = json.loads(subprocess.run([str(FGK), "layout", str(VMLINUX), "--seed", SEED,
                                    "--json"], capture_output=True, text=True,
                                   check=True).stdout)
-    d0 = [s for s in j["sections"] if s["name"].startswith(".sched.text.")]
-    if not d0:
-        return None
-    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True).stdout
-    end = int(re.search(r"^([0-9a-f]+) \S __sched_text_end$", nm, re.M).group(1), 16)
-    return min(int(s["link"], 16) for s in d0), end
+    return [(int(d["start"], 16), int(d["limit"], 16)) for d in j["domains"][:-1]
+            if d["sections"]]
 
 
 GUEST = r"""
@@ -159,9 +155,9 @@ while :; do read -r l < /proc/version; sleep 0.2; done
 def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     start, limit = region(relinked)
     dump = tmp_path / "text.bin"
-    sched = sched_region()
-    extra = [f"dump binary memory {tmp_path / 'sched.bin'} {sched[0]:#x} {sched[1]:#x}"] \
-        if sched else []
+    scheds = sched_regions()
+    extra = [f"dump binary memory {tmp_path / f'range{k}.bin'} {a:#x} {b:#x}"
+             for k, (a, b) in enumerate(scheds)]
     # .orc_unwind_ip: the kernel re-sorts it at boot; its entries' targets
     # (PC32) must be the relinked file's, section terminators included
     _, vsecs = elf_sections(VMLINUX)
@@ -189,12 +185,12 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
     print(r.stdout[-4000:])
     assert r.returncode == 0, r.stderr
 
-    # 1. the code: the .text.* region, and the .sched.text.* one (spec §3
-    # version 2) if the kernel has it
+    # 1. the code: the .text.* region, and each range domain's (spec §3
+    # versions 2 and 3) if the kernel has them
     data, secs = elf_sections(relinked)
     sites = patch_sites(relinked, data, secs)
     for start, limit, dump in [(start, limit, dump)] + \
-            ([(sched[0], sched[1], tmp_path / "sched.bin")] if sched else []):
+            [(a, b, tmp_path / f"range{k}.bin") for k, (a, b) in enumerate(scheds)]:
         # file offset of [start, limit): through the section holding `start`
         first = min((s for s in secs.values() if s["addr"] and s["addr"] <= start
                      and start < s["addr"] + s["size"] and s["type"] == 1),
