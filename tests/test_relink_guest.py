@@ -209,11 +209,12 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
         print(f"region {start:#x}-{limit:#x}: {len(want)} bytes, {len(diff)} differ, "
               f"all at run-time patch sites" if not unexplained else
               f"{len(unexplained)} unexplained")
+        assert not unexplained, [hex(start + i) for i in unexplained[:10]]
         # ftrace nops, return thunks and retpolines rewrite ~4 % of a
         # distribution config's text at boot; a wrong layout differs almost
-        # everywhere
-        assert len(diff) < len(want) // 10
-        assert not unexplained, [hex(start + i) for i in unexplained[:10]]
+        # everywhere.  A small range domain (6.12's 2.5 KiB of lock code:
+        # 11 % at patch sites) is denser in patch sites than the whole text
+        assert len(diff) < len(want) // (10 if len(want) >= 1 << 16 else 4)
 
     # 1b. the ORC table: the multiset of targets the guest's (sorted) table
     # holds equals the relinked file's (unsorted: relink patches entries in
