@@ -509,45 +509,79 @@ def test_vmlinux_reserve_fits_the_bound():
 
 @pytest.mark.k612
 def test_sched_reserve_covers_every_order():
-    """The sched domain's fragment (gen_fgkaslr_sched_lds() of the patched
-    scripts/link-vmlinux.sh, series patch 27; 6.12: 28): one byte of gap
-    after __sched_text_start, then a reserve no order of the
-    .sched.text.<object> sections exceeds (checked against every order of
-    random small sets); __sched_text_end and __fgkaslr_layout_version = 2
-    follow; a plain .sched.text left in vmlinux.o fails it."""
+    """The range domains' fragment (gen_fgkaslr_domains_lds() of the
+    patched scripts/link-vmlinux.sh, 6.12 series patch 31; before it
+    gen_fgkaslr_sched_lds(), patch 28, the sched domain alone): per domain
+    one byte of gap after its start symbol, then a reserve no order of its
+    <name>.<object> sections exceeds (checked against every order of
+    random small sets), its limit symbol; an empty domain has both symbols
+    at one place; __fgkaslr_layout_version (3, or 2 for the sched domain
+    alone) follows; a plain .sched.text (or .spinlock.text, ...) left in
+    vmlinux.o fails it."""
+    import os
     import random
     tree = (KERNEL_DIR / "build").resolve()
     script = tree / "scripts" / "link-vmlinux.sh"
     if not script.is_file():
         pytest.skip("no kernel tree in build/ (run make kernel)")
-    m = re.search(r"^gen_fgkaslr_sched_lds\(\)\n\{.*?\$\{AWK\} '(.*?)' > \$\{2\}",
-                  script.read_text(), re.S | re.M)
-    if not m:
-        msg = f"{script}: no gen_fgkaslr_sched_lds() (a series without the sched domain)"
-        print(msg)
-        pytest.skip(msg)
+    text = script.read_text()
+    m = re.search(r"^gen_fgkaslr_domains_lds\(\)\n\{.*?\$\{AWK\} '(.*?)' > \$\{2\}",
+                  text, re.S | re.M)
+    if m:
+        doms = re.search(r'^fgkaslr_domains="(.*?)"', text, re.S | re.M).group(1)
+        domains = [l.split() for l in doms.splitlines() if l.strip()]
+        version = 3
+    else:
+        m = re.search(r"^gen_fgkaslr_sched_lds\(\)\n\{.*?\$\{AWK\} '(.*?)' > \$\{2\}",
+                      text, re.S | re.M)
+        if not m:
+            msg = f"{script}: no gen_fgkaslr_sched_lds() (a series without the sched domain)"
+            print(msg)
+            pytest.skip(msg)
+        doms = ""
+        domains = [[".sched.text", "__sched_text_start", "__sched_text_end", "-"]]
+        version = 2
     prog = m.group(1)
+    env = dict(os.environ, DOMAINS=doms)
     rng = random.Random(20261206)
     for case in range(40):
-        n = rng.randint(1, 5)
-        secs = [(rng.randint(1, 300), rng.choice((1, 4, 16, 16, 16, 32, 64))) for _ in range(n)]
-        lines = [f"  [{i + 1:2}] .sched.text.o{i}.o PROGBITS 0000000000000000 000040 "
-                 f"{sz:06x} 00  AX  0   0 {a}" for i, (sz, a) in enumerate(secs)]
+        lines, want = [], {}
+        idx = 1
+        for name, start, limit, _ in domains:
+            n = rng.randint(0, 5) if version == 3 else rng.randint(1, 5)
+            secs = [(rng.randint(1, 300), rng.choice((1, 4, 16, 16, 16, 32, 64)))
+                    for _ in range(n)]
+            want[name] = secs
+            for i, (sz, a) in enumerate(secs):
+                lines.append(f"  [{idx:2}] {name}.o{i}.o PROGBITS 0000000000000000 000040 "
+                             f"{sz:06x} 00  AX  0   0 {a}")
+                idx += 1
         r = subprocess.run(["awk", prog], input="\n".join(lines) + "\n",
-                           capture_output=True, text=True, check=True)
-        reserve = int(re.search(r"\. = MAX\(\., __sched_text_start \+ (\d+)\);", r.stdout)
-                      .group(1))
-        gap = re.search(r"__sched_text_start = \.;\s*(?:/\*.*?\*/)?\s*\. = \. \+ (\d+);",
-                        r.stdout)
-        assert gap and int(gap.group(1)) > 0, r.stdout
-        assert re.search(r"__sched_text_end = \.;", r.stdout), r.stdout
-        assert "__fgkaslr_layout_version = ABSOLUTE(2);" in r.stdout
-        assert len(re.findall(r"^\t\.sched\.text\.o\d+\.o : ", r.stdout, re.M)) == n
-        need = int(gap.group(1)) + _worst_placement(secs, max(a for _, a in secs))
-        assert need <= reserve, f"sections {secs}: an order needs {need} bytes, reserve {reserve}"
-    plain = "  [ 1] .sched.text PROGBITS 0000000000000000 000040 000010 00  AX  0   0 16\n"
-    r = subprocess.run(["awk", prog], input=plain, capture_output=True, text=True)
-    assert r.returncode != 0 and "plain .sched.text" in r.stderr, (r.returncode, r.stderr)
+                           capture_output=True, text=True, check=True, env=env)
+        assert f"__fgkaslr_layout_version = ABSOLUTE({version});" in r.stdout
+        pos = 0
+        for name, start, limit, _ in domains:
+            secs = want[name]
+            at = r.stdout.index(f"\t{start} = .;", pos)
+            end = r.stdout.index(f"\t{limit} = .;", at)
+            body = r.stdout[at:end]
+            pos = end
+            got = re.findall(r"^\t" + re.escape(name) + r"\.o\d+\.o : ", body, re.M)
+            assert len(got) == len(secs), (name, body)
+            if not secs:
+                assert "+ 1;" not in body and "MAX" not in body, (name, body)
+                continue
+            reserve = int(re.search(r"\. = MAX\(\., " + re.escape(start) + r" \+ (\d+)\);",
+                                    body).group(1))
+            gap = re.search(re.escape(start) + r" = \.;\s*(?:/\*.*?\*/)?\s*\. = \. \+ (\d+);",
+                            body)
+            assert gap and int(gap.group(1)) > 0, body
+            need = int(gap.group(1)) + _worst_placement(secs, max(a for _, a in secs))
+            assert need <= reserve, f"{name} {secs}: an order needs {need} bytes, reserve {reserve}"
+    for name, *_ in domains:
+        plain = f"  [ 1] {name} PROGBITS 0000000000000000 000040 000010 00  AX  0   0 16\n"
+        r = subprocess.run(["awk", prog], input=plain, capture_output=True, text=True, env=env)
+        assert r.returncode != 0 and f"plain {name}" in r.stderr, (r.returncode, r.stderr)
 
 
 # --- the .sched.text domain (series patches 26-27; 6.12: 27-28) -------------
@@ -678,3 +712,112 @@ def test_sched_domain_shuffled_within_its_bounds():
               f"{len(inside)} symbols in [{lo:#x}, {hi:#x}), {moved} moved by other than "
               f"the base offset, wchan of sleep: {wchan.group(1)}, flags {hex(flags)}")
     assert orders[0] != orders[1], "two random seeds gave the same sched order"
+
+
+# --- the range domains (6.12 series patches 30-31) ---------------------------
+
+# section prefix, start symbol, limit symbol, nonce, a function there
+RANGE_DOMAINS = [
+    (".sched.text.", "__sched_text_start", "__sched_text_end", b"fgkaslr-schd", "schedule"),
+    (".spinlock.text.", "__lock_text_start", "__lock_text_end", b"fgkaslr-lock",
+     "_raw_spin_lock"),
+    (".static_call.text.", "__static_call_text_start", "__static_call_text_end",
+     b"fgkaslr-scal", None),
+    (".noinstr.text.", "__noinstr_text_start", "__fgkaslr_noinstr_end", b"fgkaslr-noin",
+     "irqentry_enter"),
+    (".cpuidle.text.", "__cpuidle_text_start", "__cpuidle_text_end", b"fgkaslr-idle",
+     "default_idle"),
+]
+
+
+def _domain_sections(prefix):
+    """As _sched_sections(), for the sections whose name starts with prefix."""
+    hdr = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
+                         check=True).stdout
+    secs, pos = [], {}
+    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(" + re.escape(prefix) + r"\S+)\s+PROGBITS\s+"
+                         r"([0-9a-f]+)\s+\S+\s+([0-9a-f]+)", hdr, re.M):
+        if int(m.group(4), 16):
+            pos[m.group(1)] = len(secs)
+            secs.append((int(m.group(3), 16), m.group(2)))
+    syms = subprocess.run(["readelf", "-sW", str(VMLINUX)], capture_output=True, text=True,
+                          check=True).stdout
+    where, seen = {}, {}
+    for line in syms.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[0][:-1].isdigit():
+            seen[f[7]] = seen.get(f[7], 0) + 1
+            if f[6] in pos:
+                where[f[7]] = pos[f[6]]
+    return secs, {n: k for n, k in where.items() if seen[n] == 1}
+
+
+@pytest.mark.k612
+def test_range_domains_shuffled_within_their_bounds():
+    """6.12 series patch 31: the lock, static call, noinstr and cpuidle code
+    (and the sched code, as before) are shuffle domains of their own, one
+    section per object, each within its bounds. On two random seeds, per
+    domain: every function System.map places in the bounds has its
+    /proc/kallsyms address inside the booted bounds, no other text symbol
+    lies there, the sections' order is docs/layout_ref.py's permutation
+    with the domain's nonce, and /proc/fgkaslr_stats counts the sections;
+    the cpuidle bounds lie within the noinstr ones."""
+    require_fgkaslr_vmlinux()
+    nm = subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+                        check=True).stdout
+    ver = re.search(r"^([0-9a-f]+) A __fgkaslr_layout_version$", nm, re.M)
+    if not ver or int(ver.group(1), 16) < 3:
+        msg = f"{VMLINUX} has no range domains (__fgkaslr_layout_version < 3)"
+        print(msg)
+        pytest.skip(msg)
+    rows = [l.split() for l in (KERNEL_DIR / "System.map").read_text().splitlines()]
+    addr, count = {}, {}
+    for a, t, n in rows:
+        count[n] = count.get(n, 0) + 1
+        addr.setdefault(n, int(a, 16))
+    link_text = addr["_text"]
+    doms = []
+    for prefix, start, limit, nonce, fn in RANGE_DOMAINS:
+        lo, hi = addr[start], addr[limit]
+        bounds = {start, limit, "__noinstr_text_end", "__fgkaslr_noinstr_end",
+                  "__cpuidle_text_start"}
+        inside = {n: int(a, 16) for a, t, n in rows
+                  if lo < int(a, 16) < hi and t in "tT" and count[n] == 1 and n not in bounds}
+        anywhere = {n for a, t, n in rows if lo <= int(a, 16) < hi}
+        secs, sec_of = _domain_sections(prefix)
+        assert secs, f"no {prefix}* sections in {VMLINUX}"
+        assert all(lo < a < hi for a, _ in secs), prefix
+        if fn:
+            assert fn in inside, f"{fn} not in [{start}, {limit})"
+        doms.append((prefix, start, limit, nonce, inside, anywhere, secs, sec_of))
+    assert addr["__noinstr_text_start"] <= addr["__cpuidle_text_start"]
+    assert addr["__cpuidle_text_end"] <= addr["__noinstr_text_end"]
+    for seed in (secrets.token_hex(32), secrets.token_hex(32)):
+        res, stats, syms = _boot_sched(seed)
+        flags = int(stats["flags"], 16)
+        assert flags & 0x01 and not flags & 0x80, (seed, hex(flags))
+        off = syms["_text"][0][0] - link_text
+        for prefix, start, limit, nonce, inside, anywhere, secs, sec_of in doms:
+            lo = syms[start][0][0]
+            hi = syms[limit][0][0]
+            assert lo - off == addr[start] and hi - off == addr[limit], prefix
+            out = [n for n in inside if not all(lo <= a < hi for a, _ in syms.get(n, []))]
+            assert not out, f"seed {seed}: {prefix}: outside [{lo:#x}, {hi:#x}): {out[:5]}"
+            intruders = sorted(n for n, v in syms.items() for a, t in v
+                               if lo <= a < hi and t in "tT" and n not in anywhere)
+            assert not intruders, f"seed {seed}: {prefix}: others in the bounds: {intruders[:5]}"
+            new = {}
+            for n, k in sec_of.items():
+                if n in inside and n in syms:
+                    new[k] = syms[n][0][0] - off - (inside[n] - secs[k][0])
+            assert len(new) == len(secs), f"seed {seed}: a {prefix} section without a symbol"
+            observed = sorted(range(len(secs)), key=lambda k: new[k])
+            want = layout_ref.permutation(bytes.fromhex(seed), len(secs), nonce)
+            assert observed == want, (seed, prefix, observed, want)
+            name = {".sched.text.": "sched", ".spinlock.text.": "lock",
+                    ".static_call.text.": "static_call", ".noinstr.text.": "noinstr",
+                    ".cpuidle.text.": "cpuidle"}[prefix]
+            assert int(stats[f"{name}_sections"]) == len(secs), (prefix, stats)
+            moved = sum(1 for n, a in inside.items() if syms[n][0][0] - off != a)
+            print(f"seed {seed[:8]}...: {prefix}* {len(secs)} sections, {len(inside)} "
+                  f"functions in [{lo:#x}, {hi:#x}), {moved} moved by other than the base")

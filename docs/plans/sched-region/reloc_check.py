@@ -53,11 +53,17 @@ SHT_PROGBITS, SHT_SYMTAB, SHT_RELA, SHT_NOBITS, SHT_SYMTAB_SHNDX = 1, 2, 4, 8, 1
 SHF_ALLOC, SHF_EXEC = 2, 4
 
 
+# the shuffled sections: .text.* and the range domains' <name>.<object>
+# (6.12 series patch 31: sched, lock, static call, noinstr, cpuidle)
+FG_PREFIXES = ('.text.', '.sched.text.', '.spinlock.text.', '.static_call.text.',
+               '.noinstr.text.', '.cpuidle.text.')
+
+
 def is_fg(i):
     s = shdrs[i]
     n = names[i]
     return (s[1] == SHT_PROGBITS and (s[2] & (SHF_ALLOC | SHF_EXEC)) == (SHF_ALLOC | SHF_EXEC)
-            and (n.startswith('.text.') or n.startswith('.sched.text.')) and s[5] > 0)
+            and n.startswith(FG_PREFIXES) and s[5] > 0)
 
 
 # FGK_VIRT=name:start:size,...: pretend these ranges (of a fixed section)
@@ -228,7 +234,7 @@ def CLS(i):
     if i < 0:
         return '-'
     n = names[i]
-    if n.startswith('.sched.text.') or '/' in n:
+    if n.startswith(FG_PREFIXES[1:]) or '/' in n:
         return n
     return '.text.<fn>'
 
