@@ -827,4 +827,5 @@ def test_range_domains_shuffled_within_their_bounds():
             assert int(stats[f"{name}_sections"]) == len(secs), (prefix, stats)
             moved = sum(1 for n, a in inside.items() if syms[n][0][0] - off != a)
             print(f"seed {seed[:8]}...: {prefix}* {len(secs)} sections, {len(inside)} "
-                  f"functions in [{lo:#x}, {hi:#x}), {moved} moved by other than the base")
+                  f"functions in [{lo:#x}, {hi:#x}), {moved} moved by other than the base, "
+                  f"order {observed[:8]}")
