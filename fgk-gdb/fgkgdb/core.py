@@ -151,7 +151,7 @@ def parse_offset(text: str) -> int:
 # fgk_boot_info_decode knows its versions (88 bytes up to the seed, then
 # mcount_cycles, entropy_bits/src, phase_cycles and the sched domain appended)
 BOOT_INFO_SIZE = 88                     # FGK_BOOT_INFO_SIZE_MIN: every version has it
-BOOT_INFO_SIZE_MAX = 184                # FGK_BOOT_INFO_SIZE_MAX
+BOOT_INFO_SIZE_MAX = 328                # FGK_BOOT_INFO_SIZE_MAX
 FGKASLR_BOOT_MAGIC = 0x4B474621
 
 

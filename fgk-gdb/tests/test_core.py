@@ -217,6 +217,8 @@ def _kernel_boot_info_fields(header: Path):
     if enum:
         names = re.findall(r"^\s*(FGKASLR_\w+)", enum.group(1), re.M)
         consts.update({n: i for i, n in enumerate(names)})
+    consts.update({n: int(v) for n, v in
+                   re.findall(r"^#define\s+(FGKASLR_\w+)\s+(\d+)\s*$", text, re.M)})
     sizes = {"u8": 1, "u32": 4, "u64": 8}
     out, off = [], 0
     for t, name, arr in re.findall(r"^\s*(u8|u32|u64)\s+(\w+)(?:\[(\w+)\])?;",
@@ -254,12 +256,14 @@ def test_boot_info_decoder_matches_kernel_header(kver):
     bi = core.decode_boot_info(bytes(raw))
     assert bi.size == end
     for name, vals in want.items():
-        if name == "pad":           # explicit padding, no field
+        if name.startswith("pad"):  # explicit padding, no field
             continue
         if name == "seed":
             assert bi.seed == bytes(vals).hex()
         elif name == "phase_cycles":
             assert list(bi.phase_cycles.values()) == vals
+        elif name.startswith("dom_"):
+            assert getattr(bi, name) == vals, name
         else:
             assert getattr(bi, name) == vals[0], name
     # each older version is a prefix: the fields it lacks are None
@@ -272,10 +276,13 @@ def test_boot_info_decoder_matches_kernel_header(kver):
 
 def test_boot_info_versions_and_hostile_sizes():
     raw = bytes(range(256)) * 2
-    sizes = {n: core.decode_boot_info(raw[:n]).size for n in range(88, 240)}
-    assert set(sizes.values()) == {88, 96, 104, 152, 184}
+    sizes = {n: core.decode_boot_info(raw[:n]).size for n in range(88, 400)}
+    assert set(sizes.values()) == {88, 96, 104, 152, 184, 328}
     assert sizes[95] == 88 and sizes[96] == 96 and sizes[151] == 104 and sizes[183] == 152
-    assert sizes[184] == 184 and sizes[239] == 184
+    assert sizes[184] == 184 and sizes[327] == 184 and sizes[328] == 328 and sizes[399] == 328
+    assert core.decode_boot_info(raw[:327]).dom_sections is None
+    assert core.decode_boot_info(raw[:328]).dom_sections == \
+        [int.from_bytes(raw[184 + 4 * i:188 + 4 * i], "little") for i in range(5)]
     for n in (0, 1, 87):
         with pytest.raises(FgkError, match="need at least 88 bytes, got %d" % n) as e:
             core.decode_boot_info(raw[:n], "fgkaslr_boot_info at 0xffffffff82000000")
@@ -283,7 +290,7 @@ def test_boot_info_versions_and_hostile_sizes():
         assert "\n" not in str(e.value)
     assert core.boot_info_read_size(None) == 88
     assert core.boot_info_read_size(152) == 152
-    assert core.boot_info_read_size(4096) == 184
+    assert core.boot_info_read_size(4096) == 328
     assert "0x80000000" in core.decode_boot_info(b"\0\0\0\0\0\0\0\x80" + bytes(80)).flag_names()
 
 

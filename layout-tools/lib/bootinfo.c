@@ -11,6 +11,8 @@
  *   152  + phase_cycles[6]                  (patch 16; 6.1 and 6.12 alike)
  *   184  + nr_sched_sections, pad, sched_start, sched_end, sched_used
  *                                           (6.1 patch 27, 6.12 patch 28)
+ *   328  + dom_sections[5], pad2, dom_start[5], dom_end[5], dom_used[5]
+ *                                           (6.1 patch 30, 6.12 patch 31)
  */
 #include <stdint.h>
 #include <string.h>
@@ -95,6 +97,16 @@ struct fgk_error *fgk_boot_info_decode(const void *buf, size_t len,
 		ret->sched_used = le64(p + 176);
 		ret->has |= FGK_BOOT_HAS_SCHED;
 		ret->size = 184;
+	}
+	if (len >= 328) {
+		for (unsigned i = 0; i < FGK_BOOT_RANGE_DOMAINS; i++) {
+			ret->dom_sections[i] = le32(p + 184 + 4 * i);
+			ret->dom_start[i] = le64(p + 208 + 8 * i);
+			ret->dom_end[i] = le64(p + 248 + 8 * i);
+			ret->dom_used[i] = le64(p + 288 + 8 * i);
+		}
+		ret->has |= FGK_BOOT_HAS_DOMAINS;
+		ret->size = 328;
 	}
 	return NULL;
 }

@@ -1150,7 +1150,7 @@ static void put32(uint8_t *p, uint32_t v)
 
 START_TEST(test_boot_info_decode)
 {
-	uint8_t raw[184];
+	uint8_t raw[328];
 	struct fgk_boot_info bi;
 	struct fgk_error *err;
 
@@ -1184,8 +1184,22 @@ START_TEST(test_boot_info_decode)
 	ck_assert(bi.phase_cycles[0] == 0x6f6e6d6c6b6a6968ull);
 	ck_assert(bi.phase_cycles[5] == 0x9796959493929190ull);
 	ck_assert_uint_eq(bi.nr_sched_sections, 0);
+	ck_assert_ptr_null(fgk_boot_info_decode(raw, 327, NULL, &bi));
+	ck_assert_uint_eq(bi.size, 184);
+	ck_assert_uint_eq(bi.has & FGK_BOOT_HAS_DOMAINS, 0);
+	ck_assert_uint_eq(bi.dom_sections[0], 0);
 	ck_assert_ptr_null(fgk_boot_info_decode(raw, sizeof(raw), NULL, &bi));
 	ck_assert_uint_eq(bi.size, FGK_BOOT_INFO_SIZE_MAX);
+	ck_assert_uint_eq(bi.has & FGK_BOOT_HAS_DOMAINS, FGK_BOOT_HAS_DOMAINS);
+	/* raw[i] == i (mod 256): the bytes at each field's offset */
+	ck_assert_uint_eq(bi.dom_sections[0], 0xbbbab9b8);
+	ck_assert_uint_eq(bi.dom_sections[4], 0xcbcac9c8);
+	ck_assert(bi.dom_start[0] == 0xd7d6d5d4d3d2d1d0ull);
+	ck_assert(bi.dom_start[4] == 0xf7f6f5f4f3f2f1f0ull);
+	ck_assert(bi.dom_end[0] == 0xfffefdfcfbfaf9f8ull);
+	ck_assert(bi.dom_end[4] == 0x1f1e1d1c1b1a1918ull);
+	ck_assert(bi.dom_used[0] == 0x2726252423222120ull);
+	ck_assert(bi.dom_used[4] == 0x4746454443424140ull);
 	ck_assert_uint_eq(bi.has & FGK_BOOT_HAS_SCHED, FGK_BOOT_HAS_SCHED);
 	ck_assert_uint_eq(bi.nr_sched_sections, 0x9b9a9998);
 	ck_assert(bi.sched_start == 0xa7a6a5a4a3a2a1a0ull);

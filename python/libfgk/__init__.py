@@ -255,9 +255,10 @@ class _Fetch(Structure):
 BUILD_ID_MIN, BUILD_ID_MAX = 8, 64          # FGK_BUILD_ID_MIN/MAX
 KASLR_ALIGN = 0x200000                      # FGK_KASLR_ALIGN
 BOOT_INFO_MAGIC = 0x4B474621                # FGK_BOOT_INFO_MAGIC
-BOOT_INFO_SIZE_MIN, BOOT_INFO_SIZE_MAX = 88, 184
+BOOT_INFO_SIZE_MIN, BOOT_INFO_SIZE_MAX = 88, 328
 BOOT_PHASES = 6
 BOOT_HAS_MCOUNT, BOOT_HAS_ENTROPY, BOOT_HAS_PHASES, BOOT_HAS_SCHED = 1, 2, 4, 8
+BOOT_HAS_DOMAINS, BOOT_RANGE_DOMAINS = 0x10, 5
 
 
 class _BuildIdNote(Structure):
@@ -273,7 +274,11 @@ class _BootInfo(Structure):
                 ("mcount_cycles", c_uint64), ("entropy_bits", c_uint32),
                 ("entropy_src", c_uint32), ("phase_cycles", c_uint64 * BOOT_PHASES),
                 ("nr_sched_sections", c_uint32), ("sched_start", c_uint64),
-                ("sched_end", c_uint64), ("sched_used", c_uint64)]
+                ("sched_end", c_uint64), ("sched_used", c_uint64),
+                ("dom_sections", c_uint32 * BOOT_RANGE_DOMAINS),
+                ("dom_start", c_uint64 * BOOT_RANGE_DOMAINS),
+                ("dom_end", c_uint64 * BOOT_RANGE_DOMAINS),
+                ("dom_used", c_uint64 * BOOT_RANGE_DOMAINS)]
 
 
 # Every ctypes mirror of a struct in <fgk/fgk.h>: tests/test_libfgk.py
@@ -1155,7 +1160,7 @@ def parse_offset(text, align: int = KASLR_ALIGN) -> int:
 
 @dataclass(frozen=True)
 class BootInfo:
-    size: int               # bytes decoded: 88, 96, 104, 152 or 184
+    size: int               # bytes decoded: 88, 96, 104, 152, 184 or 328
     magic: int
     flags: int
     nr_sections: int
@@ -1175,6 +1180,12 @@ class BootInfo:
     sched_start: int | None = None
     sched_end: int | None = None
     sched_used: int | None = None
+    # the range domains in address order (sched, lock, static call,
+    # noinstr, cpuidle; 328 bytes and later): one list entry per domain
+    dom_sections: list | None = None
+    dom_start: list | None = None
+    dom_end: list | None = None
+    dom_used: list | None = None
 
     @property
     def valid(self) -> bool:
@@ -1213,4 +1224,6 @@ def decode_boot_info(data, origin=None) -> BootInfo:
                     bi.entropy_bits if bi.has & BOOT_HAS_ENTROPY else None,
                     bi.entropy_src if bi.has & BOOT_HAS_ENTROPY else None, phases,
                     *((bi.nr_sched_sections, bi.sched_start, bi.sched_end, bi.sched_used)
-                      if bi.has & BOOT_HAS_SCHED else (None,) * 4))
+                      if bi.has & BOOT_HAS_SCHED else (None,) * 4),
+                    *((list(bi.dom_sections), list(bi.dom_start), list(bi.dom_end),
+                       list(bi.dom_used)) if bi.has & BOOT_HAS_DOMAINS else (None,) * 4))

@@ -262,15 +262,17 @@ struct fgk_error *fgk_offset_parse(const char *text, uint64_t align,
 
 #define FGK_BOOT_INFO_MAGIC	0x4b474621	/* "!FGK" */
 #define FGK_BOOT_INFO_SIZE_MIN	88	/* magic .. seed: every version */
-#define FGK_BOOT_INFO_SIZE_MAX	184	/* + mcount, entropy, phase_cycles, sched */
+#define FGK_BOOT_INFO_SIZE_MAX	328	/* + mcount, entropy, phase_cycles, sched, dom_* */
 #define FGK_BOOT_PHASES		6	/* FGKASLR_NR_PHASES */
 #define FGK_BOOT_HAS_MCOUNT	0x1	/* mcount_cycles (size >= 96) */
 #define FGK_BOOT_HAS_ENTROPY	0x2	/* entropy_bits, entropy_src (>= 104) */
 #define FGK_BOOT_HAS_PHASES	0x4	/* phase_cycles (>= 152) */
 #define FGK_BOOT_HAS_SCHED	0x8	/* nr_sched_sections, sched_* (>= 184) */
+#define FGK_BOOT_HAS_DOMAINS	0x10	/* dom_* (>= 328) */
+#define FGK_BOOT_RANGE_DOMAINS	5	/* FGKASLR_NR_RANGE_DOMAINS */
 
 struct fgk_boot_info {
-	size_t size;		/* bytes decoded: 88, 96, 104, 152 or 184 */
+	size_t size;		/* bytes decoded: 88, 96, 104, 152, 184 or 328 */
 	uint32_t has;		/* FGK_BOOT_HAS_*: the appended fields present */
 	uint32_t magic;		/* FGK_BOOT_INFO_MAGIC once the decompressor ran */
 	uint32_t flags;		/* FGKASLR_F_*: fgk_boot_info_flag_name() */
@@ -291,6 +293,15 @@ struct fgk_boot_info {
 	uint64_t sched_start;	/* link address of its first section */
 	uint64_t sched_end;	/* __sched_text_end */
 	uint64_t sched_used;	/* end of its shuffled packing */
+	/*
+	 * The range domains in address order (sched, lock, static call,
+	 * noinstr, cpuidle; layout spec v3): sections, link address of the
+	 * first (0 if none), limit symbol, end of the shuffled packing.
+	 */
+	uint32_t dom_sections[FGK_BOOT_RANGE_DOMAINS];
+	uint64_t dom_start[FGK_BOOT_RANGE_DOMAINS];
+	uint64_t dom_end[FGK_BOOT_RANGE_DOMAINS];
+	uint64_t dom_used[FGK_BOOT_RANGE_DOMAINS];
 };
 /*
  * Decode a copy of the kernel's fgkaslr_boot_info (little-endian) of len
