@@ -567,7 +567,7 @@ def test_system_map_filter_is_the_kernels(fixtures):
     sed script), with the same types: the same multiset of (type, name).
     The symbols outside the randomized region [first .text.* section,
     __fgkaslr_text_end, or _etext before kernel series patch 22 (6.12: 23))
-    keep System.map's addresses."""
+    and outside every range domain keep System.map's addresses."""
     smap = KERNEL_DIR / "System.map"
     if not smap.is_file() or not VMLINUX.is_file():
         pytest.skip(f"{KERNEL_NAME}/System.map missing: run 'make kernel' first")
@@ -587,11 +587,13 @@ def test_system_map_filter_is_the_kernels(fixtures):
     addrs = {l.split()[2]: int(l.split()[0], 16) for l in want}
     _, hi = oracle.region_end(addrs)
     shuffled = [(lo, hi)]
-    # spec §3 version 2: the .sched.text.* domain [its first section,
-    # __sched_text_end) moves too; what lies between the domains stays
-    sched = [v[1] for n, v in secs.items() if n.startswith(".sched.text.") and v[2]]
-    if sched and "__sched_text_end" in addrs:
-        shuffled.append((min(sched), addrs["__sched_text_end"]))
+    # spec §3 (versions 2 and 3): each range domain [its first section,
+    # its limit symbol) moves too; what lies between the domains stays
+    for prefix, limit_syms, _, _ in layout_ref.DOMAINS[:-1]:
+        starts = [v[1] for n, v in secs.items() if n.startswith(prefix) and v[2]]
+        limit = next((addrs[s] for s in limit_syms if s in addrs), None)
+        if starts and limit is not None:
+            shuffled.append((min(starts), limit))
     fixed = lambda ls: {l for l in ls  # noqa: E731
                         if not any(a <= int(l.split()[0], 16) < b for a, b in shuffled)}
     assert fixed(got) == fixed(want)
