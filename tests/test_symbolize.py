@@ -15,11 +15,18 @@ addresses), then crashes through sysrq.  On the host:
 import json
 import re
 import subprocess
+import sys
 
 import pytest
 
 from conftest import KERNEL_DIR, REPO, boot
 from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
+
+sys.path.insert(0, str(REPO / "docs"))
+import layout_ref  # noqa: E402
+
+# every shuffle domain's section prefix (spec §3): .text. and the range domains
+SHUFFLED_PREFIXES = tuple(d[0] for d in layout_ref.DOMAINS)
 
 SEED = "c0ffee" + "11" * 29
 TARGETS = ["sysrq_handle_crash", "version_proc_show", "vfs_read"]
@@ -132,13 +139,15 @@ def test_garbage_input():
 
 
 def unshuffled_text(vmlinux):
-    """(start, end) of vmlinux's executable sections outside .text.*."""
+    """(start, end) of vmlinux's executable sections outside every shuffle
+    domain (.text.* and the range domains: .sched.text.*, .noinstr.text.*,
+    ...)."""
     out = subprocess.run(["readelf", "-SW", str(vmlinux)], capture_output=True,
                          text=True, check=True).stdout
     spans = []
     for m in re.finditer(r"\]\s+(\S+)\s+PROGBITS\s+([0-9a-f]{16})\s+[0-9a-f]+\s+([0-9a-f]+)"
                          r"\s+\S+\s+(\S*X\S*)", out):
-        if not m.group(1).startswith(".text."):
+        if not m.group(1).startswith(SHUFFLED_PREFIXES):
             a = int(m.group(2), 16)
             spans.append((a, a + int(m.group(3), 16)))
     return spans
