@@ -628,14 +628,15 @@ def _sched_domain_or_skip():
     return addr["_text"], inside, anywhere
 
 
-def _sched_sections():
-    """[(address, name)] of vmlinux's .sched.text.<object> sections in
-    section index order, and {symbol name: section position} for the
-    symbols defined in them (names that occur once)."""
+def _domain_sections(prefix):
+    """[(address, name)] of vmlinux's sections whose name starts with prefix
+    (a shuffle domain's, e.g. .sched.text.<object>), in section index order,
+    and {symbol name: section position} for the symbols defined in them
+    (names that occur once)."""
     hdr = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
                          check=True).stdout
     secs, pos = [], {}
-    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\.sched\.text\.\S+)\s+PROGBITS\s+"
+    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(" + re.escape(prefix) + r"\S+)\s+PROGBITS\s+"
                          r"([0-9a-f]+)\s+\S+\s+([0-9a-f]+)", hdr, re.M):
         if int(m.group(4), 16):
             pos[m.group(1)] = len(secs)
@@ -676,7 +677,7 @@ def test_sched_domain_shuffled_within_its_bounds():
     wchan of a sleeping `sleep` is not a sched function (__get_wchan()
     skips in_sched_functions() frames: they must all be in the bounds)."""
     link_text, inside, anywhere = _sched_domain_or_skip()
-    secs, sec_of = _sched_sections()
+    secs, sec_of = _domain_sections(".sched.text.")
     orders = []
     for seed in (secrets.token_hex(32), secrets.token_hex(32)):
         res, stats, syms = _boot_sched(seed)
@@ -728,28 +729,6 @@ RANGE_DOMAINS = [
     (".cpuidle.text.", "__cpuidle_text_start", "__cpuidle_text_end", b"fgkaslr-idle",
      "default_idle"),
 ]
-
-
-def _domain_sections(prefix):
-    """As _sched_sections(), for the sections whose name starts with prefix."""
-    hdr = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
-                         check=True).stdout
-    secs, pos = [], {}
-    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(" + re.escape(prefix) + r"\S+)\s+PROGBITS\s+"
-                         r"([0-9a-f]+)\s+\S+\s+([0-9a-f]+)", hdr, re.M):
-        if int(m.group(4), 16):
-            pos[m.group(1)] = len(secs)
-            secs.append((int(m.group(3), 16), m.group(2)))
-    syms = subprocess.run(["readelf", "-sW", str(VMLINUX)], capture_output=True, text=True,
-                          check=True).stdout
-    where, seen = {}, {}
-    for line in syms.splitlines():
-        f = line.split()
-        if len(f) == 8 and f[0][:-1].isdigit():
-            seen[f[7]] = seen.get(f[7], 0) + 1
-            if f[6] in pos:
-                where[f[7]] = pos[f[6]]
-    return secs, {n: k for n, k in where.items() if seen[n] == 1}
 
 
 @pytest.mark.k612
