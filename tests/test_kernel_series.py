@@ -808,3 +808,50 @@ def test_range_domains_shuffled_within_their_bounds():
             print(f"seed {seed[:8]}...: {prefix}* {len(secs)} sections, {len(inside)} "
                   f"functions in [{lo:#x}, {hi:#x}), {moved} moved by other than the base, "
                   f"order {observed[:8]}")
+
+
+def fgkaslr_table(relocs):
+    """The FG-KASLR table of a vmlinux.relocs, as the boot code finds it
+    (fgk_table()): below the third zero word from the end, its length,
+    and below that the table (magic, sections, flags, ...)."""
+    data = relocs.read_bytes()
+    words = [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data) - 3, 4)]
+    k, zeros = len(words), 0
+    while zeros < 3:
+        k -= 1
+        assert k > 0, f"{relocs}: fewer than 3 zero words"
+        zeros += words[k] == 0
+    n = words[k - 1]
+    table = data[4 * (k - 1) - n:4 * (k - 1)]
+    magic, nsec, flags = (int.from_bytes(table[i:i + 4], "little") for i in (0, 4, 8))
+    assert magic == 0x324b4746, f"{relocs}: magic {magic:#x}"  # "FGK2"
+    return nsec, flags
+
+
+@pytest.mark.k612
+def test_orc_run_lengths_only_for_cheap_decompressors():
+    """relocs --fg-orc-runs (6.12 patch 41, 6.1 patch 40): ORC's run
+    lengths go into the FG-KASLR table only where the kernel's compression
+    decodes a byte cheaply (ZSTD, LZ4, LZO; every boot decompresses them),
+    with the flag FGKASLR_ORC_RUNS (6.12 0x100, 6.1 0x80). CI builds both
+    ways: the 6.12 default is ZSTD (the table path), 6.1 XZ (the boot code
+    searches the runs); the KUnit and kallsyms tests boot each."""
+    tree = patched_tree()
+    relocs = tree / "arch" / "x86" / "boot" / "compressed" / "vmlinux.relocs"
+    if not relocs.is_file():
+        pytest.skip(f"no {relocs}")
+    config = set((KERNEL_DIR / "config").read_text().splitlines())
+    if "CONFIG_UNWINDER_ORC=y" not in config:
+        pytest.skip("no ORC unwinder in this configuration")
+    nsec, flags = fgkaslr_table(relocs)
+    orc_runs = 0x100 if fgkbase.KVERSION == "6.12" else 0x80
+    cheap = any(f"CONFIG_KERNEL_{c}=y" in config for c in ("ZSTD", "LZ4", "LZO"))
+    print(f"{nsec} sections, flags {flags:#x}, compression cheap per byte: {cheap}")
+    assert bool(flags & orc_runs) == cheap, (hex(flags), cheap)
+    if fgkbase.KVARIANT:
+        return
+    # the default configurations: one path each
+    if fgkbase.KVERSION == "6.12":
+        assert cheap, "the 6.12 default configuration is ZSTD (qemu-profiles/kernel-6.12.config)"
+    else:
+        assert not cheap, "the 6.1 default configuration is XZ: the search path"
