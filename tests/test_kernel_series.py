@@ -731,6 +731,70 @@ RANGE_DOMAINS = [
 ]
 
 
+# Assembly functions of one object each (6.12 series patch 42): every one
+# has a section .text.<name> of its own in vmlinux
+ASM_FUNCTION_OBJECTS = {
+    "getuser.o": ["__get_user_1", "__get_user_2", "__get_user_4", "__get_user_8",
+                  "__get_user_nocheck_1", "__get_user_nocheck_8"],
+    "putuser.o": ["__put_user_1", "__put_user_2", "__put_user_4", "__put_user_8"],
+    "clear_page_64.o": ["clear_page_rep", "clear_page_orig", "clear_page_erms",
+                        "rep_stos_alternative"],
+    "ftrace_64.o": ["__fentry__", "ftrace_caller", "ftrace_regs_caller", "ftrace_stub"],
+    "hweight.o": ["__sw_hweight32", "__sw_hweight64"],
+}
+# what stays in the sections its object puts it in (scripts/Makefile.lib
+# fgkaslr-asm-keep): the fixed main .text, .noinstr.text.<object>, the thunks
+# (memset_64.o is kept on 6.12, where it is noinstr, and split on 6.1)
+ASM_FUNCTIONS_KEPT = {
+    "restore_registers": ".text",
+    "memcpy": ".noinstr.text.arch/x86/lib/memcpy_64.o",
+    "srso_untrain_ret": ".text",
+}
+
+
+def _symbol_sections(path):
+    """{name: [section name, ...]} of the FUNC symbols of an ELF file."""
+    out = subprocess.run(["readelf", "-sSW", str(path)], capture_output=True, text=True,
+                         check=True).stdout
+    secnames = {}
+    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", out, re.M):
+        secnames[m.group(1)] = m.group(2)
+    syms = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 8 and f[3] == "FUNC" and f[6].isdigit():
+            syms.setdefault(f[7], []).append(secnames.get(f[6], f[6]))
+    return syms
+
+
+@pytest.mark.k612
+def test_asm_functions_have_sections_of_their_own():
+    """6.12 series patch 42: each assembly function in .text has an output
+    section .text.<name> of its own in vmlinux (shuffled one by one, not
+    with its object's .text.<object>); the functions of the objects kept
+    as they are stay in the sections they were in."""
+    require_fgkaslr_vmlinux()
+    syms = _symbol_sections(VMLINUX)
+    if syms.get("__get_user_1") != [".text.__get_user_1"]:
+        msg = f"{VMLINUX}: __get_user_1 in {syms.get('__get_user_1')} (no asm sections)"
+        print(msg)
+        pytest.skip(msg)
+    n = 0
+    for obj, names in ASM_FUNCTION_OBJECTS.items():
+        for name in names:
+            if name not in syms:
+                continue
+            assert syms[name] == [f".text.{name}"], (obj, name, syms[name])
+            n += 1
+    for name, sec in ASM_FUNCTIONS_KEPT.items():
+        if name in syms:
+            assert syms[name] == [sec], (name, syms[name])
+    asm = sorted(n for n, v in syms.items() if v == [f".text.{n}"])
+    print(f"{n} listed assembly functions in sections of their own; "
+          f"{len(asm)} functions in a .text.<own name> section in all")
+    assert n >= 16
+
+
 @pytest.mark.k612
 def test_range_domains_shuffled_within_their_bounds():
     """6.12 series patch 31: the lock, static call, noinstr and cpuidle code
