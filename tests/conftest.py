@@ -29,6 +29,7 @@ layout-tools/tests/fixtures/build.sh generated, once per session).
 """
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -104,6 +105,35 @@ def guest(script, profile="boot", seed=None, append="", timeout=180, **kw):
     """An fgkrun.Guest (not started) for tests that need QMP or the gdbstub."""
     require_kernel()
     return fgkrun.Guest(profile, script, seed=seed, append=append, timeout=timeout, **kw)
+
+
+# A passed test's tmp_path is removed when the test is done; a failed
+# test's stays for inspection (FGK_KEEP_TMP=1 keeps every one).  pytest 7.2
+# (Debian 12's) keeps them all until a later session (its
+# tmp_path_retention_policy came in 7.3), and make check runs its two tiers
+# at once: with vmlinux copies, relinks and guest memory dumps their
+# --basetemp directories grew to 7.1 and 4.8 GB and filled a CI machine's
+# disk.  Directories of module and session fixtures (tmp_path_factory) stay.
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.when == "setup":
+        args = getattr(item, "funcargs", None) or {}
+        path = args.get("tmp_path") or args.get("tmpdir")
+        if path is not None:
+            item._fgk_tmp_path = Path(str(path))
+    if rep.failed:
+        item._fgk_failed = True
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    yield
+    path = getattr(item, "_fgk_tmp_path", None)
+    if path is not None and not getattr(item, "_fgk_failed", False) \
+            and not os.environ.get("FGK_KEEP_TMP"):
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
