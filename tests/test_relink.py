@@ -5,8 +5,12 @@ Static proofs on build/kernel/vmlinux (an FG-KASLR build), for a few seeds:
   * `addr2line -f -i -e vmlinux.fgk new(f)+k` == `addr2line -f -i -e vmlinux
     old(f)+k` for every function f in shuffled code, at offsets 0, the middle
     and the last byte (function, file, line and the inline chain);
-  * `objdump -d`: every direct call/jump in every function resolves to the
-    same target symbol+offset in both files;
+  * `objdump -d`: every direct call/jump in every function, at its offset
+    in the function, has as target in vmlinux.fgk the target it has in
+    vmlinux moved as the layout moves it (by address: objdump names code
+    of a section without symbols after whatever symbol precedes it, which
+    the shuffle changes), and a wrong target is caught (a copy of
+    vmlinux.fgk with one relocation undone);
   * build-id and linux_banner unchanged, code bytes of each function
     unchanged apart from the relocated fields;
   * bad input: a vmlinux without relocations is refused, nothing written.
@@ -15,6 +19,7 @@ are in tests/test_relink_guest.py.
 """
 import json
 import re
+import shutil
 import subprocess
 from collections import defaultdict
 
@@ -280,19 +285,23 @@ def test_gdb_answers_match_original(relinked, tmp_path):
     assert not bad, f"{len(bad)} answers differ, first: {bad[:3]}"
 
 
-CALL = re.compile(r"^\s*([0-9a-f]+):\s+(call|jmp|j[a-z]+)\s+[0-9a-f]+ <([^>]+)>")
+# a direct branch: its address, mnemonic and target (the name objdump
+# gives the target, if any, is only for messages)
+CALL = re.compile(r"^\s*([0-9a-f]+):\s+(call|jmp|j[a-z]+)\s+([0-9a-f]+)(?: <([^>]+)>)?$")
 FUNC = re.compile(r"^([0-9a-f]{16}) <([^>]+)>:$")
 
 
-def branch_targets(path, sections):
+def branch_targets(path, sections, start=None, stop=None):
     """(function, its address) -> [(offset in function, mnemonic, target
-    sym+off)].  By address too: functions of the same name (a static
-    inline emitted out of line by several objects, in one section or in
-    a hot and a cold one) are each compared with their own copy, not in
-    the order the shuffle put them in."""
+    address, objdump's name for the target)].  By address too: functions
+    of the same name (a static inline emitted out of line by several
+    objects, in one section or in a hot and a cold one) are each compared
+    with their own copy, not in the order the shuffle put them in."""
     args = ["objdump", "-d", "--no-show-raw-insn", "-w"]
     for s in sections:
         args += ["-j", s]
+    if start is not None:
+        args += [f"--start-address={start:#x}", f"--stop-address={stop:#x}"]
     r = run(*args, path)
     assert r.returncode == 0, r.stderr
     res, cur, base = {}, None, 0
@@ -305,13 +314,56 @@ def branch_targets(path, sections):
             continue
         m = CALL.match(line)
         if m and cur:
-            res[cur].append((int(m.group(1), 16) - base, m.group(2), m.group(3)))
+            res[cur].append((int(m.group(1), 16) - base, m.group(2),
+                             int(m.group(3), 16), m.group(4)))
     return res
+
+
+def branches_differing(a, b, new):
+    """The functions of a (vmlinux) whose direct branches are not, in b
+    (vmlinux.fgk, the same function at its new address), the same
+    instructions at the same offsets with the targets moved as the layout
+    moves them (new()).  Targets are compared by address, not by the name
+    objdump gives them: code in a section without symbols (assembly
+    outside SYM_FUNC_START/END, in its object's .text.<object> section)
+    is named after whatever symbol precedes it, and the shuffle changes
+    that symbol, not the address.  -> {(function, address): (want, got)}"""
+    bad = {}
+    for f, br in a.items():
+        want = [(o, mn, new(t)) for o, mn, t, _ in br]
+        nf = (f[0], new(f[1]))
+        # in one section, the code before a function's first symbol
+        # disassembles as the tail of the function before it: compare
+        # prefixes
+        got = [(o, mn, t) for o, mn, t, _ in b.get(nf, [])[:len(br)]]
+        if want != got:
+            bad[f] = (want, got)
+    return bad
+
+
+def describe_branches(f, want, got, a):
+    """One differing function, its first differing branch, for a message."""
+    k = next((i for i, (w, g) in enumerate(zip(want, got)) if w != g),
+             min(len(want), len(got)))
+    name = a[f][k][3] if k < len(a[f]) else None
+    w = f"{want[k][1]} {want[k][2]:#x} <{name}>" if k < len(want) else "-"
+    g = f"{got[k][1]} {got[k][2]:#x}" if k < len(got) else "-"
+    return f"{f[0]} at {f[1]:#x}: branch {k}: want {w}, got {g}"
 
 
 # spec §3 (version 3): the range domains' prefixes (not folded by relink)
 RANGE_PREFIXES = (".sched.text.", ".spinlock.text.", ".static_call.text.",
                   ".noinstr.text.", ".cpuidle.text.")
+
+
+def comparable_functions(a):
+    """objdump -j SECTION names code before a section's first symbol
+    "next-0x20" (padding of an aligned function): no such label in one
+    section; and names code of a section without any symbol after the
+    section (".text.f": a weak function overridden at link time)."""
+    return {f: v for f, v in a.items()
+            if not re.search(r"-0x[0-9a-f]+$", f[0])
+            and not f[0].startswith((".text.", *RANGE_PREFIXES))}
 
 
 @pytest.mark.k612
@@ -327,26 +379,83 @@ def test_objdump_branch_targets_match(relinked):
     # (and those of the other range domains, spec §3 version 3)
     b = branch_targets(out, [".text.fgkaslr"] + [n for n in pick if not n.startswith(".text.")])
     print(f"vmlinux.fgk: {len(b)} functions in .text.fgkaslr")
-    # objdump -j SECTION names code before a section's first symbol
-    # "next-0x20" (padding of an aligned function): no such label in one section
-    # and names code of a section without any symbol after the section
-    # (".text.f": a weak function overridden at link time)
-    a = {f: v for f, v in a.items()
-         if not re.search(r"-0x[0-9a-f]+$", f[0])
-         and not f[0].startswith((".text.", *RANGE_PREFIXES))}
+    a = comparable_functions(a)
     # each function at its new address, as the layout moves it
     new = mapper(secs)
-    moved = {f: (f[0], new(f[1])) for f in a}
-    missing = sorted(f for f in a if moved[f] not in b)
+    missing = sorted(f for f in a if (f[0], new(f[1])) not in b)
     assert not missing, (len(missing), [(n, hex(v)) for n, v in missing[:10]])
-    # in one section, the code before a function's first symbol (above)
-    # disassembles as the tail of the function before it: compare prefixes
-    b = {f: b[moved[f]][:len(a[f])] for f in a}
     branches = sum(len(v) for v in a.values())
     assert branches > 1000, "too few branches found"
-    bad = [f"{f[0]} at {f[1]:#x}" for f in a if a[f] != b[f]]
-    print(f"{len(a)} functions, {branches} direct branches compared")
-    assert not bad, f"{len(bad)} functions differ, e.g. {bad[:3]}"
+    moved = sum(1 for v in a.values() for _, _, t, _ in v if new(t) != t)
+    bad = branches_differing(a, b, new)
+    print(f"{len(a)} functions, {branches} direct branches compared, "
+          f"{moved} of them to moved targets")
+    assert moved > 100, "too few branches into moved code"
+    assert not bad, f"{len(bad)} functions differ, e.g. " + "; ".join(
+        describe_branches(f, *bad[f], a) for f in list(bad)[:3])
+
+
+@pytest.mark.k612
+def test_objdump_branch_check_catches_a_wrong_target(relinked, tmp_path):
+    """The comparison above fails where a relocation went wrong: in a copy
+    of vmlinux.fgk, one call (E8 rel32) into code that moved by another
+    distance than the caller gets back the rel32 it has in vmlinux, as if
+    its relocation had been left out; that function, and no other, must
+    differ.  The same range of the unchanged vmlinux.fgk must not."""
+    from elftools.elf.elffile import ELFFile
+    seed, out, secs = relinked
+    if seed != SEEDS[0]:
+        pytest.skip("one seed's relink is enough to check the check")
+    new = mapper(secs)
+    find = section_finder(secs)
+    names = [s[3] for s in secs if s[3].startswith(".text.")]
+    a = comparable_functions(branch_targets(VMLINUX, names[::50]))
+
+    def file_offset(path, addr):
+        """The file offset of addr (in a PT_LOAD segment: relink keeps them)."""
+        with open(path, "rb") as fh:
+            for g in ELFFile(fh).iter_segments():
+                if g["p_type"] == "PT_LOAD" and \
+                        g["p_vaddr"] <= addr < g["p_vaddr"] + g["p_filesz"]:
+                    return g["p_offset"] + addr - g["p_vaddr"]
+        raise AssertionError(f"{addr:#x} is in no loaded segment of {path}")
+
+    def read(path, off, n):
+        with open(path, "rb") as fh:
+            fh.seek(off)
+            return fh.read(n)
+
+    pick = None
+    for f, br in sorted(a.items(), key=lambda t: t[0][1]):
+        for o, mn, t, _ in br:
+            p = f[1] + o
+            if mn == "call" and new(t) - t != new(p) - p:
+                off = file_offset(VMLINUX, p)
+                if read(VMLINUX, off, 1) == b"\xe8":
+                    pick = (f, p, off, find(f[1]))
+                    break
+        if pick:
+            break
+    assert pick, "no call into code moved by another distance"
+    f, p, off, sec = pick
+    bad_copy = tmp_path / "vmlinux.fgk.bad"
+    shutil.copyfile(out, bad_copy)
+    old_rel = read(VMLINUX, off + 1, 4)
+    noff = file_offset(out, new(p))
+    good = read(out, noff, 5)
+    assert good[0] == 0xE8 and good[1:] != old_rel, good
+    with open(bad_copy, "r+b") as fh:
+        fh.seek(noff + 1)
+        fh.write(old_rel)
+    lo, hi = sec[0], sec[0] + sec[1]
+    ranged = {g: v for g, v in a.items() if lo <= g[1] < hi}
+    got_good = branch_targets(out, [".text.fgkaslr"], new(lo), new(lo) + sec[1])
+    got_bad = branch_targets(bad_copy, [".text.fgkaslr"], new(lo), new(lo) + sec[1])
+    assert not branches_differing(ranged, got_good, new)
+    bad = branches_differing(ranged, got_bad, new)
+    print(f"undone relocation at {new(p):#x} in {f[0]}: "
+          + "; ".join(describe_branches(g, *bad[g], ranged) for g in bad))
+    assert list(bad) == [f]
 
 
 @pytest.mark.k612
