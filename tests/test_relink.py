@@ -166,6 +166,12 @@ def test_addr2line_matches_original(relinked):
     assert not bad, f"{len(bad)} addresses differ, first: {bad[:3]}"
 
 
+def no_line(block):
+    """addr2line (-f -i) found no line for the address: no row of the line
+    table covers it."""
+    return all(x.startswith("??:") for x in block[1::2])
+
+
 GDB_ASK = r"""
 python
 import gdb
@@ -260,7 +266,10 @@ def test_gdb_answers_match_original(relinked, tmp_path):
     section in 25 (first byte and middle), at its old address in vmlinux
     and its new one in vmlinux.fgk, gets the same symbol+offset, source
     file and line; a variable, a type and a function looked up by name
-    too.  (addr2line and objdump cover every function, above.)"""
+    too; where no row of the line table covers an address, gdb 13's
+    'info line' is a guess that depends on the layout, and addr2line
+    answers for it (below).  (addr2line and objdump cover every function,
+    above.)"""
     seed, out, secs = relinked
     if seed != SEEDS[0]:
         pytest.skip("gdb on the first seed's relink only (about 20 s a seed); "
@@ -280,8 +289,30 @@ def test_gdb_answers_match_original(relinked, tmp_path):
     print(f"{len(funcs)} functions, {len(old)} addresses, {known} of the "
           f"{sum(code)} outside __pfx_ padding with a line")
     assert known > sum(code) // 2, "gdb found few lines"
+    # where no row of the line table covers an address (the first bytes
+    # of many .cold parts: gcc starts their line sequence at the first
+    # instruction with a .loc, after a spill and a call), the DWARF says
+    # "no line", and so does addr2line in both files.  gdb 13 does not:
+    # it can leave a row of an inlined header unterminated (a file switch
+    # it ignores at an address moves its idea of the current file, and the
+    # row's end goes to the wrong file's table), and then answers with that
+    # row for every address not covered by a real row of its CU up to that
+    # header's next row, wherever that lies in the layout.  On the default
+    # 6.1 kernel with seed 000102, 3 of the 29 uncovered .cold starts get
+    # another answer in vmlinux.fgk than in vmlinux, the wrong one on either
+    # side (vmlinux itself: 'Line 233 of atomic-arch-fallback.h' at
+    # rcu_exp_wait_wake.cold).  Where gdb's 'info line' differs at such an
+    # address, the line table is compared by addr2line instead (no line in
+    # both files); gdb's 'info symbol' there, and every other answer, must
+    # be the same
+    uncovered = [no_line(x) for x in addr2line(VMLINUX, old)]
+    assert uncovered == [no_line(x) for x in addr2line(out, [new(x) for x in old])]
     where = [hex(x) for x in old for _ in (0, 1)] + ["by name"] * 3
-    bad = [(w, x, y) for w, x, y in zip(where, a, b) if x != y]
+    guess = [u and k == 1 for u in uncovered for k in (0, 1)] + [False] * 3
+    differ = [(w, x, y, g) for w, x, y, g in zip(where, a, b, guess) if x != y]
+    bad = [(w, x, y) for w, x, y, g in differ if not g]
+    print(f"{sum(uncovered)} addresses no row covers, {len(differ) - len(bad)} "
+          f"of them with another 'info line' guess of gdb's in vmlinux.fgk")
     assert not bad, f"{len(bad)} answers differ, first: {bad[:3]}"
 
 
