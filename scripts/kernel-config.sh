@@ -16,7 +16,12 @@
 #   FRAGS               the config fragments, merged in order
 #   BASE_CONFIG, LSMOD  a distribution's config to start from and the
 #                       guest's module list for localmodconfig ("" if none)
-#   TREE, OUT           make kernel's tree and artifact directory
+#   KMAKE               make variables for every make run in the tree
+#                       (KVARIANT=name with a file kernel[-X]-name.make:
+#                       its NAME=value words, e.g. LLVM=1 for clang)
+#   TREE, OUT           make kernel's tree and artifact directory ($KTREE,
+#                       if set, instead of the variant's own tree: make
+#                       kernel-matrix builds its variants in one tree)
 #   tree_hash           what the pristine + patched tree depends on
 #   full_hash           what the configured kernel depends on (the tree, the
 #                       fragments, the base config and the module list)
@@ -77,6 +82,30 @@ else
     FRAGS=("$MAIN_FRAG")
 fi
 
+# make variables of the variant (one NAME=value word or more a line, '#'
+# comments): the compiler is not a config option, yet a kernel built with
+# another one is another kernel
+KMAKE=()
+KMAKE_FILE=""
+if [ -n "$VARIANT" ] && [ -f "$(vfile "$VARIANT.make")" ]; then
+    KMAKE_FILE=$(vfile "$VARIANT.make")
+    while read -r line; do
+        line=${line%%#*}
+        for w in $line; do
+            case $w in
+                [A-Za-z_]*=*) KMAKE+=("$w") ;;
+                *) die "$KMAKE_FILE: '$w' is not NAME=value" ;;
+            esac
+        done
+    done < "$KMAKE_FILE"
+fi
+if [ -n "${KTREE:-}" ]; then
+    case $KTREE in
+        build/*) TREE=${KTREE%/} ;;
+        *) die "KTREE '$KTREE' must be a directory under build/" ;;
+    esac
+fi
+
 [ -f "$TARBALL" ] || die "$TARBALL not found (run 'make deps': package linux-source-$SRCVER)"
 for f in "${FRAGS[@]}"; do
     [ -f "$f" ] || die "config fragment $f not found"
@@ -107,6 +136,7 @@ full_hash=$(
     {
         echo "tree $tree_hash"
         for f in "${FRAGS[@]}"; do echo "fragment $f"; cat "$f"; done
+        [ ${#KMAKE[@]} -eq 0 ] || echo "make ${KMAKE[*]}"
         if [ -n "$BASE_CONFIG" ]; then
             echo "base $BASE_CONFIG"; xzcat "$BASE_CONFIG"
             echo "lsmod"; cat "$LSMOD"
@@ -134,20 +164,20 @@ configure_tree() {  # configure_tree DIR LOG
         {
             xzcat "$BASE_CONFIG" > "$dir/.config"
             (cd "$dir" && scripts/kconfig/merge_config.sh -m .config "${abs_frags[@]}")
-            make -C "$dir" -s olddefconfig
-            yes '' | make -C "$dir" -s LSMOD="$PWD/$LSMOD" localmodconfig
+            make -C "$dir" -s "${KMAKE[@]}" olddefconfig
+            yes '' | make -C "$dir" -s "${KMAKE[@]}" LSMOD="$PWD/$LSMOD" localmodconfig
             # localmodconfig keeps only the listed modules; the fragment is
             # merged again so that its own =m options survive
             (cd "$dir" && scripts/kconfig/merge_config.sh -m .config "${abs_frags[@]}")
-            make -C "$dir" -s olddefconfig
+            make -C "$dir" -s "${KMAKE[@]}" olddefconfig
         } > "$log" 2>&1 ||
             { tail -n 30 "$log" >&2; die "configuration failed (log: $log)"; }
     else
         say "configuring: tinyconfig + ${FRAGS[*]}"
         {
-            make -C "$dir" -s tinyconfig
+            make -C "$dir" -s "${KMAKE[@]}" tinyconfig
             (cd "$dir" && scripts/kconfig/merge_config.sh -m .config "${abs_frags[@]}")
-            make -C "$dir" -s olddefconfig
+            make -C "$dir" -s "${KMAKE[@]}" olddefconfig
         } > "$log" 2>&1 ||
             { tail -n 30 "$log" >&2; die "configuration failed (log: $log)"; }
     fi
