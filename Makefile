@@ -12,6 +12,9 @@
 #                  same time, the 6.12 build and its k612 tier
 #   make check-debian  build Debian's config (KVARIANT=debian, ~35 min) and
 #                  run every test against it, plus tests/test_debian.py
+#   make kernel-matrix  the 6.12 series built with clang (LLVM=1), with FRED
+#                  and with SMP=n, each booted on 3 random seeds (not in make
+#                  check; about an hour; docs/building.md)
 #   make bench     run the benchmark scripts under bench/
 #   make install   PREFIX=/usr/local DESTDIR=: fgk, libfgk, fgk.h, libfgk.pc,
 #                  man pages, the Python binding, fgk-gdb (docs/building.md)
@@ -36,11 +39,12 @@ export KVARIANT KVERSION PYTHON
 DEPS_STAMP := build/.deps
 
 .PHONY: all deps kernel tools demo check check-unit check-k612 check-debian bench clean distclean help fuzz \
+	kernel-matrix \
 	install uninstall deb kernel-deb kernel-deb-check perf-model
 .DEFAULT_GOAL := help
 
 help:
-	@sed -n '3,25p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,28p' Makefile | sed 's/^# \{0,1\}//'
 
 all: kernel tools
 
@@ -148,6 +152,15 @@ check-k612: $(DEPS_STAMP) tools
 # saying why, where it does not.
 check-debian: $(DEPS_STAMP)
 	$(MAKE) check KVARIANT=debian
+
+# The 6.12 series under the configurations a kernel reviewer tries first
+# (scripts/kernel-matrix; docs/building.md, "The configuration matrix"):
+# KVARIANT=clang (LLVM=1), fred (X86_FRED=y), smp-off (SMP=n), built one
+# after the other in one tree (build/linux-6.12-matrix) and each booted on
+# 3 random seeds (KUnit fgkaslr, /proc/kallsyms = fgk map).  MATRIX="..."
+# picks variants.  Not part of make check: three full kernel builds.
+kernel-matrix: $(DEPS_STAMP) tools
+	@scripts/kernel-matrix
 
 # libFuzzer harnesses of every untrusted-input parser, one at a time
 FUZZ_SECONDS ?= 240
