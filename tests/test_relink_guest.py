@@ -3,8 +3,9 @@
 * The shuffled code of vmlinux.fgk equals the guest's memory byte for byte,
   except at the sites the kernel patches at run time, which the test names
   from the file's own tables: alternatives, paravirt sites, jump labels,
-  inline static calls, lock prefixes, the return/retpoline/endbr/call-thunk
-  site lists when configured, and 6.11+'s runtime constants.
+  inline static calls and static call trampolines, lock prefixes, the
+  return/retpoline/endbr/call-thunk site lists when configured, and
+  6.11+'s runtime constants.
 * Stock gdb with `symbol-file -o 0 vmlinux.fgk` on a guest booted with
   `nokaslr fgkaslr_seed=S`: `info line`, `list`, a breakpoint by function
   and by file:line on a shuffled function, and `bt` are all right.
@@ -84,7 +85,13 @@ def patch_sites(path, data, secs):
     # dentry_hashtable; a 1-byte shift count: d_hash_shift)
     runtime = [(n, "__stop_" + n[len("__start_"):], 4, 8 if "_ptr_" in n else 1)
                for n in sym if n.startswith(("__start_runtime_ptr_", "__start_runtime_shift_"))]
-    sites = []
+    # static call trampolines (`__SCT__<name>`, 8 bytes: a 5-byte jmp or
+    # ret, then the ud1 signature): static_call_update() rewrites the jmp
+    # or ret (x86_idle, the apic_call_* calls, the tracepoints' ...). With
+    # MITIGATION_RETHUNK a NULL trampoline's `jmp __x86_return_thunk` is a
+    # return site too; without it (clang 14: make kernel KVARIANT=clang)
+    # it is `ret; int3; nop; nop; nop` and in no table.
+    sites = [(a, 5) for n, a in sym.items() if n.startswith("__SCT__")]
     for begin, end, entsize, length in TABLES + runtime:
         if begin not in sym or end not in sym or sym[end] <= sym[begin]:
             continue
