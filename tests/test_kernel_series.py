@@ -869,9 +869,12 @@ def test_range_domains_shuffled_within_their_bounds():
                   if lo < int(a, 16) < hi and t in "tT" and count[n] == 1 and n not in bounds}
         anywhere = {n for a, t, n in rows if lo <= int(a, 16) < hi}
         secs, sec_of = _domain_sections(prefix)
-        assert secs, f"no {prefix}* sections in {VMLINUX}"
+        # an empty domain has both bounds at one place (CONFIG_SMP=n: UP
+        # spinlocks are inline, no .spinlock.text: make kernel
+        # KVARIANT=up-fred); the boots below still check where they land
+        assert secs or lo == hi, f"no {prefix}* sections in {VMLINUX}"
         assert all(lo < a < hi for a, _ in secs), prefix
-        if fn:
+        if fn and secs:
             assert fn in inside, f"{fn} not in [{start}, {limit})"
         doms.append((prefix, start, limit, nonce, inside, anywhere, secs, sec_of))
     if addr["__cpuidle_text_start"] >= addr["__noinstr_text_start"] and \
@@ -903,7 +906,8 @@ def test_range_domains_shuffled_within_their_bounds():
                     new[k] = syms[n][0][0] - off - (inside[n] - secs[k][0])
             assert len(new) == len(secs), f"seed {seed}: a {prefix} section without a symbol"
             observed = sorted(range(len(secs)), key=lambda k: new[k])
-            want = layout_ref.permutation(bytes.fromhex(seed), len(secs), nonce)
+            want = layout_ref.permutation(bytes.fromhex(seed), len(secs), nonce) \
+                if secs else []
             assert observed == want, (seed, prefix, observed, want)
             name = {".sched.text.": "sched", ".spinlock.text.": "lock",
                     ".static_call.text.": "static_call", ".noinstr.text.": "noinstr",
