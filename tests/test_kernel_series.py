@@ -78,12 +78,14 @@ def expected_kunit_skips(config=None, system_map=None):
 
 
 def check_kunit_skips(seed, log, p, s, t):
-    """The suite's skips are exactly the expected ones, with their reason."""
+    """The suite's skips are exactly the expected ones, with their reason;
+    -> {case: reason} of the skips."""
     got, want = kunit_skips(log), expected_kunit_skips()
     assert s == len(got) and p + s == t, (seed, p, s, t, got)
     assert set(got) == set(want), (seed, got, want)
     for case, reason in got.items():
         assert reason.startswith(want[case]), (seed, case, reason, want[case])
+    return got
 
 
 def test_kunit_suite_on_many_random_seeds():
@@ -112,9 +114,9 @@ def kunit_on_random_seeds(n):
         assert f"seed={seed}" in res.output
         p, f, s, t = kunit_totals(res.log)
         assert f == 0 and t >= 10, (seed, p, f, s, t)
-        check_kunit_skips(seed, res.log, p, s, t)
+        skips = check_kunit_skips(seed, res.log, p, s, t)
         print(f"seed {seed}: KUnit fgkaslr pass:{p} fail:{f} skip:{s} total:{t}"
-              + "".join(f"; {c} skipped: {r}" for c, r in kunit_skips(res.log).items()))
+              + "".join(f"; {c} skipped: {r}" for c, r in skips.items()))
         for bad in ("WARNING:", "BUG:", "Oops", "Call Trace"):
             assert bad not in res.log, (seed, bad)
         flags = int(re.search(r"^flags: (0x[0-9a-f]+)$", res.output, re.M).group(1), 16)
