@@ -446,3 +446,57 @@ def test_symbolize_json_is_addr2line():
     # an error leaves no JSON behind
     r = fgk(*args, "--json", input=f" vfs_read+0x5/0x{vr_size - 1:x}\n", status=1)
     assert r.stdout == "" and len(r.stderr.splitlines()) == 1
+
+
+# f ends with a call (a noreturn callee: nothing after it), g starts where
+# f ends: f's return address is g's first byte, at another line.
+ENDCALL_S = """\
+	.file 1 "endcall.c"
+	.section .text.f,"ax",@progbits
+	.globl f
+	.type f, @function
+f:
+	.loc 1 10 1
+	nop
+	.loc 1 11 1
+	call g
+	.size f, .-f
+	.section .text.g,"ax",@progbits
+	.globl g
+	.type g, @function
+g:
+	.loc 1 20 1
+	nop
+	.loc 1 21 1
+	ret
+	.size g, .-g
+"""
+
+
+def test_symbolize_frame_at_the_end_of_its_function(tmp_path):
+    """f+0x6/0x6, f being 6 bytes (a return address right after the call
+    that ends f, as %pB prints it): the line is the call's (f+5, line 11),
+    not that of f+6, the first byte of g (line 20), which followed f at
+    link time only; in the text and in --json alike.  Past f's own size
+    (f+0x7/0x8) no line; inside f and in g, the line of the address.  An
+    assembled and linked ELF (gas writes the DWARF): no kernel needed."""
+    (tmp_path / "endcall.s").write_text(ENDCALL_S)
+    subprocess.run(["as", "--64", "-o", "endcall.o", "endcall.s"], check=True, cwd=tmp_path)
+    subprocess.run(["ld", "-o", "endcall.elf", "-Ttext=0xffffffff81000000", "-e", "f",
+                    "endcall.o"], check=True, cwd=tmp_path)
+    elf = tmp_path / "endcall.elf"
+    a2l = subprocess.run(["addr2line", "-e", str(elf), "0xffffffff81000005",
+                          "0xffffffff81000006"], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert [x.rsplit(":", 1)[1] for x in a2l] == ["11", "20"], a2l
+    frames = {" f+0x6/0x6": "(endcall.c:11)", " f+0x7/0x8": None,
+              " f+0x0/0x6": "(endcall.c:10)", " f+0x1/0x6": "(endcall.c:11)",
+              " g+0x0/0x2": "(endcall.c:20)"}
+    trace = "".join(k + "\n" for k in frames)
+    out = fgk("symbolize", elf, "--offset", "0", input=trace).stdout
+    assert out.splitlines() == [k + (f" {v}" if v else "") for k, v in frames.items()], out
+    j = parse_one(fgk("symbolize", elf, "--offset", "0", "--json", input=trace).stdout)
+    got = [[(x["file"], x["line"]) for x in f["locations"]] for f in j["frames"]]
+    assert got == [[("endcall.c", 11)], [], [("endcall.c", 10)], [("endcall.c", 11)],
+                   [("endcall.c", 20)]], j["frames"]
+    assert j["frames"][0]["link"] == "0xffffffff81000006"

@@ -207,6 +207,42 @@ def test_module_frames_equal_addr2line(ko):
         assert len({w[0] for w in want}) >= 10
 
 
+@pytest.mark.k612
+def test_module_frame_at_the_end_of_its_function():
+    """func+SIZE/SIZE [fgk_test], SIZE the function's ELF size (a return
+    address right after a noreturn call that ends the function, as %pB
+    prints it), for every function of fgk_test.ko: fgk's line, in the text
+    and in --json, is addr2line -j's at value+SIZE-1 (the call).  Not the
+    line at value+SIZE: past the end of the function's own section, which
+    libdwfl lays out back to back with the next, so that address is another
+    function's first byte for libdw (on 6.1, fgk_test_oops+0xb/0xb gave
+    fgk_test_exit's line)."""
+    ko = module_ko()
+    _, funcs, _ = elf_sections(ko)
+    names = [f[0] for f in funcs]
+    frames, want = [], []
+    for name, section, value, size in funcs:
+        if names.count(name) != 1 or name.startswith("__pfx_"):
+            continue            # __pfx_: padding, no line (test_symbolize)
+        chain = addr2line_one(ko, section, value + size - 1)
+        if chain[0][1] in ("0", "?"):
+            continue
+        frames.append(f" {name}+0x{size:x}/0x{size:x} [fgk_test]")
+        want.append(chain)
+    assert len(frames) >= 10, frames
+    trace = "\n".join(frames) + "\n"
+    r = fgk("symbolize", VMLINUX, "--modules", MODULES, input=trace)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(fgk("symbolize", VMLINUX, "--modules", MODULES, "--json",
+                       input=trace).stdout)
+    assert len(j["frames"]) == len(frames)
+    for line, frame, chain, f in zip(r.stdout.splitlines(), frames, want, j["frames"]):
+        m = re.fullmatch(re.escape(frame) + r" \((.*)\)", line)
+        assert m and same_chain(fgk_chain(m.group(1)), chain), (line, chain)
+        assert [(x["file"], str(x["line"])) for x in f["locations"]] == \
+            fgk_chain(m.group(1)), (f, line)
+
+
 # f.cold's section comes first (libdwfl lays a .ko's sections out back to
 # back, so it ends where f starts), its line sequence comes after f's, and it
 # ends with two rows at its end address, as gcc writes inlined views after a

@@ -9,7 +9,9 @@ oops inside a module, and a panic through sysrq; with them `Code:` lines
 and entry-code frames (entry_SYSCALL_64_after_hwframe).  Every decoded
 frame is checked against addr2line: `addr2line -i` on vmlinux at the link
 address nm gives the function, `addr2line -j` on the function's own
-section of the .ko.  The expected values come from the guest, nm and
+section of the .ko; a frame at the very end of its function (func+SIZE,
+SIZE its ELF size: a return address after a noreturn call) at that
+address - 1 only.  The expected values come from the guest, nm and
 addr2line, never from fgk.
 """
 import json
@@ -124,23 +126,36 @@ def addr2line_vmlinux(link, tool="addr2line"):
 LLVM_ADDR2LINE = shutil.which("llvm-addr2line-14") or shutil.which("llvm-addr2line")
 
 
+def truth_addresses(link, off, size):
+    """The addresses whose line a frame off bytes into a function of ELF
+    size size (0: unknown) may have, link its link address.  At the end
+    (off == size: a return address right after a noreturn call, as %pB
+    prints it) only the call's, link - 1: link is whatever followed the
+    function at link time.  Past the end none.  Inside, link's, or link -
+    1's where link has no line."""
+    if size and off >= size:
+        return [link - 1] if off == size else []
+    return [link, link - 1] if link else [link]
+
+
 def vmlinux_truth(name, off):
-    """addr2line -i at nm's address of name + off, by binutils and by LLVM
-    (both independent of fgk's libdw); None when ambiguous.  binutils 2.40
-    names the wrong file for some rows of headers included into a CU
-    (DWARF 5): on 6.1, trace_raw_output_guest_halt_poll_ns's first byte is
-    kernel/trace/power-traces.c:526 by addr2line, a file of 21 lines, and
-    include/trace/events/power.h:526 by llvm-addr2line and llvm-dwarfdump,
-    where its TRACE_EVENT is.  A frame matches if it matches either."""
+    """addr2line -i at nm's address of name + off (see truth_addresses),
+    by binutils and by LLVM (both independent of fgk's libdw); None when
+    ambiguous.  binutils 2.40 names the wrong file for some rows of headers
+    included into a CU (DWARF 5): on 6.1, trace_raw_output_guest_halt_poll_ns's
+    first byte is kernel/trace/power-traces.c:526 by addr2line, a file of 21
+    lines, and include/trace/events/power.h:526 by llvm-addr2line and
+    llvm-dwarfdump, where its TRACE_EVENT is.  A frame matches if it
+    matches either."""
     syms = nm_symbols().get(name, [])
     if len(syms) != 1:
         return None
-    link = syms[0][0] + off
-    # a return address right after a noreturn call: the call is the frame
-    truth = [addr2line_vmlinux(link), addr2line_vmlinux(link - 1)]
-    if LLVM_ADDR2LINE:
-        truth += [addr2line_vmlinux(link, LLVM_ADDR2LINE),
-                  addr2line_vmlinux(link - 1, LLVM_ADDR2LINE)]
+    (addr, size), = syms
+    truth = []
+    for a in truth_addresses(addr + off, off, size):
+        truth.append(addr2line_vmlinux(a))
+        if LLVM_ADDR2LINE:
+            truth.append(addr2line_vmlinux(a, LLVM_ADDR2LINE))
     return truth
 
 
@@ -149,8 +164,8 @@ def module_truth(ko, name, off):
     f = [x for x in funcs if x[0] == name]
     if len(f) != 1:
         return None
-    _, sec, value, _ = f[0]
-    return [addr2line_one(ko, sec, value + off), addr2line_one(ko, sec, value + off - 1)]
+    _, sec, value, size = f[0]
+    return [addr2line_one(ko, sec, a) for a in truth_addresses(value + off, off, size)]
 
 
 def check_frames(c, out):
@@ -496,3 +511,68 @@ def test_build_id_frames_through_debuginfod(corpus, kernel_debuginfod, tmp_path)
                        env=client_env(None, tmp_path / "cache3"))
     assert r.returncode == 0, r.stderr
     assert not re.search(r"\[fgk_test %s\] \(" % bid, r.stdout)
+
+
+def end_of_function_candidates(n=6):
+    """(name, link address, ELF size) of up to n vmlinux functions that end
+    where the next function at link time starts (no padding between), that
+    next function's first byte at another line than the function's last
+    byte (binutils addr2line, line numbers), spread over the symbol table:
+    the frames whose line the link address itself gets wrong."""
+    syms = nm_symbols()
+    starts = {}
+    for name, places in syms.items():
+        for addr, _ in places:
+            starts.setdefault(addr, []).append(name)
+    funcs = sorted((places[0][0], places[0][1], name) for name, places in syms.items()
+                   if len(places) == 1 and places[0][1] and not name.startswith("__pfx_")
+                   and any(not m.startswith("__pfx_")
+                           for m in starts.get(places[0][0] + places[0][1], [])))
+    sample = funcs[::max(1, len(funcs) // 200)]
+    r = subprocess.run(["addr2line", "-e", str(VMLINUX)] +
+                       ["0x%x" % (a + s - d) for a, s, _ in sample for d in (1, 0)],
+                       capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(r) == 2 * len(sample), r[:10]
+    good = []
+    for (addr, size, name), last, after in zip(sample, r[0::2], r[1::2]):
+        lines = [re.sub(r" \(discriminator \d+\)", "", x).rsplit(":", 1)[1]
+                 for x in (last, after)]
+        if "?" not in last + after and "0" not in lines and lines[0] != lines[1]:
+            good.append((name, addr, size))
+    return good[::max(1, len(good) // n)][:n]
+
+
+@pytest.mark.k612
+def test_frame_at_the_end_of_its_function():
+    """func+SIZE/SIZE, SIZE the function's ELF size (a return address right
+    after a noreturn call that ends the function, as %pB prints it), for
+    functions found in this vmlinux's symbol table whose link-time
+    successor starts at func+SIZE with a line of its own: fgk's line, in
+    the text and in --json, is addr2line's at func+SIZE-1 (the call), by
+    binutils or LLVM, and not addr2line's at func+SIZE (the successor,
+    which a shuffled kernel put elsewhere; what decode_stacktrace.sh and
+    faddr2line give)."""
+    require_fgkaslr_vmlinux()
+    cands = end_of_function_candidates()
+    assert len(cands) >= 3, cands
+    seed = secrets.token_hex(32)
+    trace = "".join(f" ? {name}+0x{size:x}/0x{size:x}\n" for name, _, size in cands)
+    cmd = [str(FGK), "symbolize", str(VMLINUX), "--seed", seed]
+    r = subprocess.run(cmd, capture_output=True, text=True, input=trace)
+    assert r.returncode == 0, r.stderr
+    j = subprocess.run(cmd + ["--json"], capture_output=True, text=True, input=trace)
+    assert j.returncode == 0, j.stderr
+    frames = json.loads(j.stdout)["frames"]
+    assert len(frames) == len(cands), frames
+    for (name, addr, size), line, f in zip(cands, r.stdout.splitlines(), frames):
+        m = re.fullmatch(r" \? %s\+0x%x/0x%x \(([^()]*)\)" % (re.escape(name), size, size), line)
+        assert m, (line, cands)
+        ours = fgk_chain(m.group(1))
+        assert [(x["file"], str(x["line"])) for x in f["locations"]] == ours, (f, ours)
+        call, after = addr + size - 1, addr + size
+        tools = ["addr2line"] + ([LLVM_ADDR2LINE] if LLVM_ADDR2LINE else [])
+        assert any(same_chain(ours, addr2line_vmlinux(call, t)) for t in tools), \
+            (line, [addr2line_vmlinux(call, t) for t in tools])
+        assert not any(same_chain(ours, addr2line_vmlinux(after, t)) for t in tools), \
+            (line, [addr2line_vmlinux(after, t) for t in tools])
+    print("frames at the end of their function:", [c[0] for c in cands])

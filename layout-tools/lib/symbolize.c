@@ -426,13 +426,30 @@ static struct fgk_error *src_lookup(struct fgk_symbolizer *s,
 	return fgk_dwarf_lookup(s->dwarf, addr, f, n);
 }
 
+/* The lines at addr (an error where there is none). */
+static struct fgk_error *src_lines(struct fgk_symbolizer *s,
+				   struct fgk_module *m, size_t shndx,
+				   uint64_t addr, struct fgk_srcframe **f,
+				   size_t *n)
+{
+	struct fgk_error *err = src_lookup(s, m, shndx, addr, f, n);
+
+	if (!err && (!*n || !(*f)[0].file || !(*f)[0].line)) {
+		fgk_srcframes_free(*f, *n);
+		err = fgk__error_new(FGK_ERR_LOOKUP, NULL, "no line");
+	}
+	return err;
+}
+
 /*
  * " (file:line file:line ...)" like decode_stacktrace.sh, or nothing.
  * m NULL: vmlinux at link address link; else offset link of section
- * shndx of module m.
+ * shndx of module m.  link is off bytes into a function of size bytes
+ * (its own: the ELF symbol's size, not the padding kallsyms counts).
  */
 static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 			     struct fgk_module *m, size_t shndx, uint64_t link,
+			     uint64_t off, uint64_t size,
 			     struct fgk_symframe *fr)
 {
 	struct fgk_srcframe *f;
@@ -441,22 +458,24 @@ static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 
 	if (!m && !s->dwarf)
 		return;
-	err = src_lookup(s, m, shndx, link, &f, &n);
-	if (!err && (!n || !f[0].file || !f[0].line)) {
-		fgk_srcframes_free(f, n);
-		err = fgk__error_new(FGK_ERR_LOOKUP, NULL, "no line");
-	}
-	if (err && link) {
+	if (size && off >= size) {
 		/*
-		 * A return address right after a call that ends its function
-		 * (a noreturn callee) has no line of its own: the call itself,
-		 * at link - 1, is what the frame means.
+		 * func+SIZE/..: a return address right after a call that ends
+		 * its function (a noreturn callee), as %pB prints it.  The
+		 * call, at link - 1, is what the frame means; link itself is
+		 * whatever followed the function at link time (another
+		 * function, elsewhere in a shuffled kernel), never looked up.
+		 * Past the end, the address is not in the function at all.
 		 */
-		fgk_error_free(err);
-		err = src_lookup(s, m, shndx, link - 1, &f, &n);
-		if (!err && (!n || !f[0].file || !f[0].line)) {
-			fgk_srcframes_free(f, n);
-			err = fgk__error_new(FGK_ERR_LOOKUP, NULL, "no line");
+		if (off > size || !link)
+			return;
+		err = src_lines(s, m, shndx, link - 1, &f, &n);
+	} else {
+		err = src_lines(s, m, shndx, link, &f, &n);
+		if (err && link) {
+			/* no line of its own: the instruction before it */
+			fgk_error_free(err);
+			err = src_lines(s, m, shndx, link - 1, &f, &n);
 		}
 	}
 	if (err) {
@@ -477,9 +496,9 @@ static void append_source_in(struct fgk_symbolizer *s, struct sbuf *b,
 }
 
 static void append_source(struct fgk_symbolizer *s, struct sbuf *b, uint64_t link,
-			  struct fgk_symframe *fr)
+			  uint64_t off, uint64_t size, struct fgk_symframe *fr)
 {
-	append_source_in(s, b, NULL, 0, link, fr);
+	append_source_in(s, b, NULL, 0, link, off, size, fr);
 }
 
 /* The frame's function, module and section (out of memory: b->oom). */
@@ -821,7 +840,7 @@ static struct fgk_error *module_symbolic(struct fgk_symbolizer *s,
 		if (ms.section && !(fr->section = strdup(ms.section)))
 			return &fgk_enomem;
 	}
-	append_source_in(s, b, m, ms.shndx, ms.value + off, fr);
+	append_source_in(s, b, m, ms.shndx, ms.value + off, off, ms.size, fr);
 	s->decoded++;
 	return NULL;
 }
@@ -867,7 +886,8 @@ static bool module_runtime(struct fgk_symbolizer *s, struct sbuf *extra,
 			if (kbid && !(fr->build_id = strdup(kbid)))
 				extra->oom = true;
 		}
-		append_source_in(s, extra, e->m, e->shndx, off, fr);
+		append_source_in(s, extra, e->m, e->shndx, off, fr->offset,
+				 ms.size, fr);
 		sb_printf(extra, "\n");
 		return true;
 	}
@@ -1151,7 +1171,8 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 
 					fr->has_link = true;
 					fr->link = sym->value + off;
-					append_source(s, &none, fr->link, fr);
+					append_source(s, &none, fr->link, off,
+						      fgk__symbol_extent(s->vm, sym, false), fr);
 					b.oom |= none.oom;
 					free(none.p);
 				}
@@ -1197,7 +1218,8 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 				}
 				fr->has_link = true;
 				fr->link = sym->value + off;
-				append_source(s, &b, fr->link, fr);
+				append_source(s, &b, fr->link, off,
+					      fgk__symbol_extent(s->vm, sym, false), fr);
 				s->decoded++;
 			}
 			p += m;
@@ -1252,7 +1274,7 @@ struct fgk_error *fgk_symbolize_line(struct fgk_symbolizer *s, const char *line,
 						    NULL, NULL);
 					sb_printf(&extra, "    %.*s = %s+0x%" PRIx64 "/0x%" PRIx64,
 						  (int)m, p, sym.name, link - sym.addr, sym.size);
-					append_source(s, &extra, link, fr);
+					append_source(s, &extra, link, fr->offset, fr->size, fr);
 					sb_printf(&extra, "\n");
 					s->decoded++;
 				} else {
