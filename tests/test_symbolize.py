@@ -118,6 +118,79 @@ def same_places(ours, theirs):
         y == x or (y.startswith("/") and y.endswith("/" + x)) for x, y in zip(a, b))
 
 
+def system_map_sizes():
+    """name -> kallsyms-style size at link time: the distance to the next
+    higher address in System.map (names that occur once only)."""
+    rows = []
+    for line in (KERNEL_DIR / "System.map").read_text().splitlines():
+        f = line.split()
+        if len(f) == 3:
+            rows.append((int(f[0], 16), f[2]))
+    addrs = sorted({a for a, _ in rows})
+    nxt = {a: b for a, b in zip(addrs, addrs[1:])}
+    count = {}
+    for _, n in rows:
+        count[n] = count.get(n, 0) + 1
+    return {n: nxt[a] - a for a, n in rows if count[n] == 1 and a in nxt}
+
+
+def places(text):
+    """(file basename, line) pairs of addr2line-style output, in order."""
+    return [(p.rsplit("/", 1)[-1], int(n)) for p, n in re.findall(r"(\S+\.[chS]):(\d+)", text)]
+
+
+@pytest.mark.k612
+def test_faddr2line_takes_the_oops_frames(oops):
+    """The kernel's scripts/faddr2line, given func+off/size as the oops
+    printed it, finds each shuffled function (one section of its own in
+    vmlinux) and names addr2line's lines for its link address + off.
+    Before the series' faddr2line patch it measured such a function as
+    "section size - address" and answered "no match" for every one.
+    Frames whose printed size differs from the link-time one (a neighbour
+    with a larger alignment after the shuffle) are refused by faddr2line
+    by design and left out; frames at the very end of their function are
+    left out too (faddr2line looks that address itself up)."""
+    _, log, _ = oops
+    tree = (KERNEL_DIR / "build").resolve()
+    script = tree / "scripts" / "faddr2line"
+    if not script.exists():
+        pytest.skip(f"{script}: the kernel tree has no scripts/faddr2line")
+    secs = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
+                          check=True).stdout
+    own_section = set(re.findall(r"\]\s+\.text\.(\S+)\s+PROGBITS", secs))
+    sizes, elf, links = system_map_sizes(), elf_sizes(), {}
+    for line in subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
+                               check=True).stdout.splitlines():
+        f = line.split()
+        if len(f) == 3 and f[1] in "tT":
+            links.setdefault(f[2], []).append(int(f[0], 16))
+    frames, other = {}, []
+    for name, off, size in re.findall(r"\b(\w[\w.]*)\+0x([0-9a-f]+)/0x([0-9a-f]+)", log):
+        off, size = int(off, 16), int(size, 16)
+        if name not in own_section or len(links.get(name, [])) != 1 \
+                or len(elf.get(name, [])) != 1 or off >= elf[name][0]:
+            continue
+        if sizes.get(name) != size:
+            other.append(f"{name}+{off:#x}/{size:#x} (link-time size {sizes.get(name, 0):#x})")
+            continue
+        frames[f"{name}+{off:#x}/{size:#x}"] = links[name][0] + off
+    print(f"frames checked: {sorted(frames)}; left out, size changed by the shuffle: {other}")
+    assert len(frames) >= 3, f"too few shuffled frames in the oops to check: {sorted(frames)}"
+    r = subprocess.run(["bash", str(script), str(VMLINUX), *frames], capture_output=True,
+                       text=True, timeout=600)
+    out = r.stdout + r.stderr
+    assert "no match" not in out and "skipping" not in out, out
+    # one block per frame: "name+off/size:" then its lines
+    blocks = dict(re.findall(r"^(\S+\+0x[0-9a-f]+/0x[0-9a-f]+):\n((?:(?!\S+\+0x[0-9a-f]+/0x[0-9a-f]+:\n).*\n?)*)",
+                             r.stdout, re.M))
+    assert set(blocks) == set(frames), r.stdout
+    for frame, addr in frames.items():
+        want = subprocess.run(["addr2line", "-i", "-e", str(VMLINUX), hex(addr)],
+                              capture_output=True, text=True, check=True).stdout
+        assert places(want), f"{frame}: addr2line has no line at {addr:#x}"
+        assert places(blocks[frame]) == places(want), (frame, blocks[frame], want)
+
+
 def test_crash_frame_is_the_panic_call(oops):
     path, _, _ = oops
     r = symbolize("--seed", SEED, path)
