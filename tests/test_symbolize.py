@@ -24,6 +24,7 @@ import pytest
 
 from conftest import KERNEL_DIR, REPO, boot
 from test_oracle import FGK, VMLINUX, require_fgkaslr_vmlinux
+from test_symbolize_corpus import nm_symbols
 
 sys.path.insert(0, str(REPO / "docs"))
 import layout_ref  # noqa: E402
@@ -76,10 +77,10 @@ def test_frames_match_decode_stacktrace(oops):
     # function.  fgk gives the call's line (address - 1), decode_stacktrace.sh
     # that of the address, the first byte of what followed the function at
     # link time: they differ there by design (docs/fgk-symbolize.1.md)
-    sizes = elf_sizes()
+    syms = nm_symbols()
     at_end = {name for name, off, _ in frames
-              if len(sizes.get(name, [])) == 1 and sizes[name][0]
-              and int(off, 16) >= sizes[name][0]}
+              if len(syms.get(name, [])) == 1 and syms[name][0][1]
+              and int(off, 16) >= syms[name][0][1]}
     # addr2line adds " (discriminator N)" to some lines; file:line is the same
     plain = re.sub(r" \(discriminator \d+\)", "", d.stdout)
     theirs = dict(re.findall(r"(\w[\w.]*) (\([^)]*\.[chS]:\d+[^)]*\))", plain))
@@ -92,19 +93,6 @@ def test_frames_match_decode_stacktrace(oops):
     assert len(common) >= 4
     for name in common:
         assert same_places(ours[name], theirs[name]), (name, ours[name], theirs[name])
-
-
-def elf_sizes():
-    """name -> [ELF size] of vmlinux's text symbols (nm -S; 0: none)."""
-    sizes = {}
-    for line in subprocess.run(["nm", "-S", str(VMLINUX)], capture_output=True, text=True,
-                               check=True).stdout.splitlines():
-        f = line.split()
-        if len(f) == 4 and f[2] in "tT":
-            sizes.setdefault(f[3], []).append(int(f[1], 16))
-        elif len(f) == 3 and f[1] in "tT":
-            sizes.setdefault(f[2], []).append(0)
-    return sizes
 
 
 def same_places(ours, theirs):
@@ -158,22 +146,17 @@ def test_faddr2line_takes_the_oops_frames(oops):
     secs = subprocess.run(["readelf", "-SW", str(VMLINUX)], capture_output=True, text=True,
                           check=True).stdout
     own_section = set(re.findall(r"\]\s+\.text\.(\S+)\s+PROGBITS", secs))
-    sizes, elf, links = system_map_sizes(), elf_sizes(), {}
-    for line in subprocess.run(["nm", str(VMLINUX)], capture_output=True, text=True,
-                               check=True).stdout.splitlines():
-        f = line.split()
-        if len(f) == 3 and f[1] in "tT":
-            links.setdefault(f[2], []).append(int(f[0], 16))
+    sizes, syms = system_map_sizes(), nm_symbols()
     frames, other = {}, []
     for name, off, size in re.findall(r"\b(\w[\w.]*)\+0x([0-9a-f]+)/0x([0-9a-f]+)", log):
         off, size = int(off, 16), int(size, 16)
-        if name not in own_section or len(links.get(name, [])) != 1 \
-                or len(elf.get(name, [])) != 1 or off >= elf[name][0]:
+        if name not in own_section or len(syms.get(name, [])) != 1 \
+                or off >= syms[name][0][1]:
             continue
         if sizes.get(name) != size:
             other.append(f"{name}+{off:#x}/{size:#x} (link-time size {sizes.get(name, 0):#x})")
             continue
-        frames[f"{name}+{off:#x}/{size:#x}"] = links[name][0] + off
+        frames[f"{name}+{off:#x}/{size:#x}"] = syms[name][0][0] + off
     print(f"frames checked: {sorted(frames)}; left out, size changed by the shuffle: {other}")
     assert len(frames) >= 3, f"too few shuffled frames in the oops to check: {sorted(frames)}"
     r = subprocess.run(["bash", str(script), str(VMLINUX), *frames], capture_output=True,
