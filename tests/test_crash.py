@@ -174,6 +174,44 @@ def oops_frames(log):
     return frames
 
 
+def oops_rsp(log):
+    """The interrupted RSP of the first kernel-mode oops on the console
+    ('RSP: 0018:...')."""
+    m = re.search(r"^\[[ \d.]+\] RSP: 0018:([0-9a-f]{16}) ", log, re.M)
+    assert m, "no kernel-mode RSP line on the console"
+    return int(m.group(1), 16)
+
+
+def stack_words(out, addr):
+    """The words `rd -s ADDR N` printed from addr on, as crash names them
+    (FUNC+DECIMAL or hex)."""
+    m = re.search(r"^crash> rd -s %x \d+\n((?:[0-9a-f]{16}:.*\n)+)" % addr, out, re.M)
+    assert m, f"no 'rd -s {addr:x}' answer: {out[-3000:]}"
+    return [w for line in m.group(1).splitlines() for w in line.split()[1:]]
+
+
+def eframe_gap_frames(out, rsp):
+    """Frames crash's bt printed from the 8-byte slot between a kernel-mode
+    exception frame and the stack pointer it interrupted.
+
+    crash 8.0.6's x86_64 bt goes on after an exception frame at the end of
+    its pt_regs, not at the RSP saved in it.  When that RSP was 8 mod 16
+    (a leaf such as fgk_test_oops() faulting with the return address on
+    top), the CPU aligned the stack before pushing the frame and left one
+    slot between the two, holding whatever an earlier, deeper call left
+    there.  If that is a kernel text address, crash prints it as a frame,
+    sizes the frame by its ORC entry and goes on above the real callers:
+    on a dump with such a word there, bt goes `[exception RIP:
+    fgk_test_oops+4]` -> `param_attr_store` -> `param_attr_store`, without
+    fgk_test_fire and fgk_test_param_set (docs/crash-replay.md, "Known
+    limits").  That is crash's unwinder on any x86_64 kernel, shuffled or
+    not; the callers are still on the stack at RSP, where `rd -s` names
+    them through the same symbols."""
+    return [(int(a, 16), name) for a, name in
+            re.findall(r"^\s*#\d+ \[([0-9a-f]+)\] (\w+) at ", out, re.M)
+            if rsp - 16 < int(a, 16) < rsp]
+
+
 def link_line(func):
     """(file, line) gdb gives for func's link address in the unshuffled
     vmlinux (crash embeds gdb: same line-table rules, independent of the

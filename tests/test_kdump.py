@@ -42,7 +42,8 @@ import sys
 import pytest
 
 from conftest import KERNEL_DIR, REPO, boot, require_kernel
-from test_crash import CRASH, FGK, VMLINUX, require_fg, run
+from test_crash import (CRASH, FGK, VMLINUX, eframe_gap_frames, oops_rsp, require_fg, run,
+                        stack_words)
 from test_crash_ps import crash_cmd, crash_ps, section
 from test_modules import module_ko
 
@@ -139,7 +140,9 @@ def require_sound_filtering(c):
 def test_fgk_crash_on_makedumpfile(kdumped, name, tmp_path):
     c = kdumped
     require_sound_filtering(c)
-    cmds = ["bt -l"] + [f"sym {f}" for f in PANIC_FUNCS + MOD_CHAIN] + \
+    oops = c["log"][c["log"].find("BUG: kernel NULL pointer dereference"):]
+    rsp = oops_rsp(oops)
+    cmds = ["bt -l", f"rd -s {rsp:x} 2"] + [f"sym {f}" for f in PANIC_FUNCS + MOD_CHAIN] + \
         ["dis -l fgk_test_oops", "dis -l page_fault_oops", "exit"]
     (tmp_path / "cmds").write_text("\n".join(cmds) + "\n")
     r = run(FGK, "crash", c["dumps"][name], VMLINUX, "-i", tmp_path / "cmds",
@@ -154,8 +157,23 @@ def test_fgk_crash_on_makedumpfile(kdumped, name, tmp_path):
     bt = re.findall(r"^\s*#\d+ \[[0-9a-f]+\] (\w+) at ([0-9a-f]+)(?: \[fgk_test\])?\n"
                     r"\s+(/\S+): (\d+)$", out, re.M)
     names = [b[0] for b in bt]
-    for f in PANIC_FUNCS + MOD_CHAIN[1:]:
-        assert f in names, (f, names)
+    bt_text = out[out.find("crash> bt -l"):out.find("crash> rd -s ")]
+    for f in PANIC_FUNCS:
+        assert f in names, f"{f} not among the frames with a line: {names}\n{bt_text}"
+    # the module's callers, with lines; or, where crash's bt took a stale
+    # word in the exception frame's alignment slot for a frame and went on
+    # above them (eframe_gap_frames(): crash's unwinder, not the symbols),
+    # on the stack at the interrupted RSP as the console's trace has them
+    offs = {f: int(m.group(1), 16) for f in MOD_CHAIN[1:] for m in
+            [re.search(rf" {f}\+0x([0-9a-f]+)/0x[0-9a-f]+ \[fgk_test\]", oops)] if m}
+    assert set(offs) == set(MOD_CHAIN[1:]), "the console's trace lacks the module's callers"
+    words = stack_words(out, rsp)
+    assert words == [f"{f}+{offs[f]}" for f in MOD_CHAIN[1:]], (words, bt_text)
+    if not set(MOD_CHAIN[1:]) <= set(names):
+        gap = eframe_gap_frames(out, rsp)
+        assert gap, f"{MOD_CHAIN[1:]} not among the frames with a line: {names}\n{bt_text}"
+        print(f"{name}: crash's bt took the stale word in the exception frame's alignment "
+              f"slot for a frame ({gap}); at RSP {rsp:x}: {words}")
     for f in PANIC_FUNCS + MOD_CHAIN:
         m = re.search(r"^([0-9a-f]{16}) \(\w\) %s(?: \[fgk_test\])? (\S+): (\d+)$" % f, out, re.M)
         assert m, f"no 'sym {f}' answer with a line: {out[-3000:]}"
