@@ -2,7 +2,11 @@
 """usage: tablesum.py DIR...
 Boot each kernel dir with fgkaslr_seed=5eed.. nokaslr; sha256 of the pages of the
 shuffled region and of the tables the decompressor rewrites (ORC, kallsyms index and
-offsets, exception table), read from /proc/kcore after boot."""
+offsets, exception table), read from /proc/kcore after boot.  A kernel whose
+kallsyms_fgk_idx covers only [kallsyms_fgk_pre, kallsyms_fgk_post), in .data
+(series 6.1 patch 48, 6.12 patch 61), gets ks_idx as the sha256 of exactly
+those entries (its page neighbours in .data change at run time) and the two
+bounds printed (ks_bounds)."""
 import sys
 from pathlib import Path
 from guest import boot_seeded, kcore_offset
@@ -24,8 +28,19 @@ for kd in sys.argv[1:]:
     t = m["_text"]
     after = sorted(set(m.values()))
     cmd = kcore_offset(t)
+    def u32(a):     # shell: the u32 at link address a, from /proc/kcore
+        return (f"$(dd if=/proc/kcore bs=4096 skip=$((off/4096+{(a - t) // 4096})) count=1 2>/dev/null"
+                f" | od -A n -t u4 -j {(a - t) % 4096} -N 4)")
     for name, s, e in RANGES:
         a = m[s]
+        if name == "ks_idx" and "kallsyms_fgk_pre" in m:
+            skip = (a - t) // 4096
+            cmd += (f"pre={u32(m['kallsyms_fgk_pre'])}; post={u32(m['kallsyms_fgk_post'])}\n"
+                    f"echo ks_bounds $pre $post\n"
+                    f"echo {name} $(dd if=/proc/kcore bs=4096 skip=$((off/4096+{skip})) "
+                    f"count=$((({(a - t) % 4096} + 4 * (post - pre) + 4095) / 4096)) 2>/dev/null"
+                    f" | tail -c +{(a - t) % 4096 + 1} | head -c $((4 * (post - pre))) | sha256sum)\n")
+            continue
         if e:
             b = m[e]
         else:   # to the next symbol
