@@ -527,14 +527,21 @@ def sorted_table_targets(path):
         orc, ip = elf.get_section_by_name(".orc_unwind"), out.get(".orc_unwind_ip")
         if orc is not None and ip is not None:
             # struct orc_entry (6 bytes): since 6.4 (.orc_header) type:3 in
-            # byte 5, a section terminator being ORC_TYPE_UNDEFINED (0);
-            # before, sp_reg:4 in byte 4 UNDEFINED (0) and end (byte 5, bit 2) 0
+            # byte 5, undefined being ORC_TYPE_UNDEFINED (0); before,
+            # sp_reg:4 in byte 4 UNDEFINED (0) and end (byte 5, bit 2) 0.
+            # An undefined entry is a section terminator unless it is
+            # marked: objtool --orc-sec-start's entry at the start of a
+            # function section (6.4+: sp_reg ORC_REG_SP (5); before:
+            # bp_reg:4, byte 4's high nibble, ORC_REG_PREV_SP (1))
             raw, new = orc.data(), elf.get_section_by_name(".orc_header") is not None
             assert len(raw) == 6 * len(ip)
-            out["orc terminators"] = [
-                (raw[6 * k + 5] & 7) == 0 if new else
-                (raw[6 * k + 4] & 0xF) == 0 and not raw[6 * k + 5] & 4
-                for k in range(len(ip))]
+            undef = [(raw[6 * k + 5] & 7) == 0 if new else
+                     (raw[6 * k + 4] & 0xF) == 0 and not raw[6 * k + 5] & 4
+                     for k in range(len(ip))]
+            marked = [u and ((raw[6 * k + 4] & 0xF) == 5 if new else raw[6 * k + 4] >> 4 == 1)
+                      for k, u in enumerate(undef)]
+            out["orc terminators"] = [u and not m for u, m in zip(undef, marked)]
+            out["orc marked"] = marked
         if "__start_mcount_loc" in syms:
             a, b = syms["__start_mcount_loc"], syms["__stop_mcount_loc"]
             sec = next(s for s in elf.iter_sections()
@@ -555,20 +562,41 @@ def test_sorted_tables_follow_their_contents(relinked):
     old_t, new_t = sorted_table_targets(VMLINUX), sorted_table_targets(out)
     assert set(old_t) == set(new_t) and old_t, old_t.keys()
     terms = old_t.pop("orc terminators", None)
+    marks = old_t.pop("orc marked", None)
     assert terms == new_t.pop("orc terminators", None)
+    assert marks == new_t.pop("orc marked", None)
+    find = section_finder(secs)
     for table in old_t:
         want = [new(t) for t in old_t[table]]
         if table == ".orc_unwind_ip":
+            targets = old_t[table]
+            # objtool --orc-sec-start (kernel series): a function section
+            # (.text.<name>, not a per-object section, whose name is the
+            # object's path) has no section terminator, and every section
+            # the layout moves starts with an entry that is not one
+            fn_ends = [t for t, term in zip(targets, terms)
+                       if term and find(t - 1) and "/" not in find(t - 1)[3]]
+            assert not fn_ends, [hex(t) for t in fn_ends[:5]]
+            starts = {t for t, term in zip(targets, terms) if not term}
+            nostart = [s[3] for s in secs if s[0] not in starts]
+            assert not nostart, nostart[:5]
+            # a marked (undefined) entry starts a section and moves with it;
+            # STACK_FRAME_NON_STANDARD functions have one
+            marked = [t for t, m in zip(targets, marks) if m]
+            assert marked and all(find(t)[0] == t for t in marked if find(t)), \
+                [hex(t) for t in marked[:5]]
             # a section terminator points one past the section it ends and
             # moves with it (the kernel's relocs tool and boot code)
-            assert terms and any(terms)
             want = [new(t - 1) + 1 if term else w
-                    for t, w, term in zip(old_t[table], want, terms)]
-            ends = sum(1 for t, w, term in zip(old_t[table], want, terms)
+                    for t, w, term in zip(targets, want, terms)]
+            ends = sum(1 for t, w, term in zip(targets, want, terms)
                        if term and w != new(t))
+            own = sum(1 for t, m in zip(targets, marks) if m and new(t) != new(t - 1) + 1)
             print(f".orc_unwind_ip: {sum(terms)} section terminators, {ends} of them "
-                  f"moved with the section they end, not as their address")
-            assert ends > 100
+                  f"moved with the section they end, not as their address; "
+                  f"{len(marked)} marked entries at a section's start, {own} of them "
+                  f"moved where a terminator at their address would not")
+            assert own
         bad = [i for i, (w, g) in enumerate(zip(want, new_t[table])) if w != g]
         moved = sum(1 for t in old_t[table] if new(t) != t)
         print(f"{table}: {len(want)} targets, {moved} moved, {len(bad)} wrong")

@@ -386,6 +386,12 @@ static void add_sorted_table(struct relink *r, size_t sec, uint64_t start,
  * (which added .orc_header), sp_reg:4 bp_reg:4 type:3 signal:1, a
  * terminator being type ORC_TYPE_UNDEFINED (0); before, sp_reg:4 bp_reg:4
  * type:2 end:1, a terminator being sp_reg ORC_REG_UNDEFINED (0) and !end.
+ * With the kernel series' objtool --orc-sec-start, a function section
+ * (.text.<name>) has no terminator and starts with an entry of its own; an
+ * undefined one there is marked (6.4+: sp_reg ORC_REG_SP (5); before:
+ * bp_reg ORC_REG_PREV_SP (1)) and, not being a terminator, moves with the
+ * section it starts, as the relocs tool and the boot code move it.  Files
+ * built without the option have no marked entries.
  */
 static void find_orc_entries(struct relink *r, struct sorted_table *st)
 {
@@ -417,8 +423,8 @@ static bool orc_terminator(const struct relink *r, const struct sorted_table *st
 				 r->vm->secs[st->orc].shdr.sh_offset + 6 * k;
 
 	if (st->orc_type3)
-		return (e[5] & 0x7) == 0;
-	return (e[4] & 0xf) == 0 && !(e[5] & 0x4);
+		return (e[5] & 0x7) == 0 && (e[4] & 0xf) != 5;
+	return (e[4] & 0xf) == 0 && !(e[5] & 0x4) && (e[4] >> 4) != 1;
 }
 
 /*
