@@ -574,8 +574,9 @@ def test_sorted_tables_follow_their_contents(relinked):
             # (.text.<name>, not a per-object section, whose name is the
             # object's path) has no section terminator, and every section
             # the layout moves starts with an entry that is not one
+            ended = lambda t: find(t - 1) and t == find(t - 1)[0] + find(t - 1)[1]
             fn_ends = [t for t, term in zip(targets, terms)
-                       if term and find(t - 1) and "/" not in find(t - 1)[3]]
+                       if term and ended(t) and "/" not in find(t - 1)[3]]
             assert not fn_ends, [hex(t) for t in fn_ends[:5]]
             starts = {t for t, term in zip(targets, terms) if not term}
             nostart = [s[3] for s in secs if s[0] not in starts]
