@@ -586,6 +586,16 @@ def test_sorted_tables_follow_their_contents(relinked):
             marked = [t for t, m in zip(targets, marks) if m]
             assert marked and all(find(t)[0] == t for t in marked if find(t)), \
                 [hex(t) for t in marked[:5]]
+            # where a terminator and a marked entry share an address,
+            # sorttable puts the terminator first, so that each is in the
+            # ORC run of its own section (the relocs tool's run lengths)
+            order = [(i, terms[i - 1]) for i in range(1, len(targets))
+                     if targets[i] == targets[i - 1] and terms[i - 1] != terms[i]
+                     and (marks[i - 1] or marks[i])]
+            assert all(first for _, first in order), \
+                [hex(targets[i]) for i, first in order if not first][:5]
+            print(f".orc_unwind_ip: {len(order)} addresses with a terminator and a "
+                  f"marked entry, the terminator first at each")
             # a section terminator points one past the section it ends and
             # moves with it (the kernel's relocs tool and boot code)
             want = [new(t - 1) + 1 if term else w
