@@ -219,9 +219,18 @@ def test_text_equals_guest_and_gdb_works(relinked, tmp_path):
         assert not unexplained, [hex(start + i) for i in unexplained[:10]]
         # ftrace nops, return thunks and retpolines rewrite ~4 % of a
         # distribution config's text at boot; a wrong layout differs almost
-        # everywhere.  A small range domain (6.12's 2.5 KiB of lock code:
-        # 11 % at patch sites) is denser in patch sites than the whole text
-        assert len(diff) < len(want) // (10 if len(want) >= 1 << 16 else 4)
+        # everywhere.  A small range domain is denser in patch sites than
+        # the whole text (6.12's 2.5 KiB of lock code: 11 %; its static call
+        # trampolines, jmp rel32 + ud1 + int3, are 5 patched bytes of every
+        # 8, and on Debian's configuration the boot rewrites nearly all of
+        # them): there the comparison above has teeth as long as a good
+        # part of the range lies outside patch sites
+        covered = sum(allowed)
+        print(f"  {covered} bytes ({100 * covered // len(want)} %) at patch sites")
+        if len(want) >= 1 << 16:
+            assert len(diff) < len(want) // 10
+        else:
+            assert covered <= len(want) * 4 // 5, (covered, len(want))
 
     # 1b. the ORC table: the multiset of targets the guest's (sorted) table
     # holds equals the relinked file's (unsorted: relink patches entries in
